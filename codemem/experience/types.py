@@ -1,0 +1,46 @@
+"""What a trajectory (or a commit) becomes: one experience card and its step records.
+
+These are the records the store indexes beside the raw messages. They are plain typed
+values so the builder stays pure (messages in, experience out) and storage stays elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+StepKind = Literal["edit", "error", "test_run", "decision", "command"]
+
+
+class StepRecord(msgspec.Struct, frozen=True):
+    """One piece of evidence inside a session: an edit, an error seen, a test run, a decision."""
+
+    kind: StepKind
+    position: int  # index of the message it came from, in session order (0-based)
+    text: str  # bounded, readable rendering (what Search returns as the item's content)
+    files: list[str] = []
+    symbols: list[str] = []
+    errors: list[str] = []
+
+
+class ExperienceCard(msgspec.Struct, frozen=True):
+    """A compact, readable summary of one session (or one commit)."""
+
+    task: str  # the first user request (trimmed)
+    outcome: str  # short summary of how it ended
+    root_cause: list[str] = []  # reasoning excerpts that explain the fix
+    edited_files: list[str] = []
+    edited_symbols: list[str] = []
+    read_files: list[str] = []  # files read but not edited
+    commands: list[str] = []
+    tests_passed: bool | None = None  # state of the last test run seen, None if none ran
+    errors: list[str] = []
+    final_diff: str = ""  # trimmed
+    text: str = ""  # the bounded rendering of all of the above, a few thousand characters
+
+
+class Experience(msgspec.Struct, frozen=True):
+    card: ExperienceCard
+    steps: list[StepRecord] = []
+    terms: list[str] = []  # normalised code-reference keys (parsers.CodeRefs.terms()) for matching

@@ -1,0 +1,177 @@
+"""The memory service's core: Add, Search, delete and purge, with no knowledge of HTTP.
+
+One `Memory` owns the store, the group-commit writer and the compactor. Its methods are
+blocking and thread-safe; the HTTP edge calls them from worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+
+from codemem.config import Settings
+from codemem.content import validate_add, validate_search
+from codemem.embedding import Embedder, make_embedder
+from codemem.errors import InvalidInput
+from codemem.models import AddRequest, AddResult, ContentPart, Hit, Message, SearchRequest
+from codemem.ranking.rrf import rrf
+from codemem.store.lance import Candidate, Store
+from codemem.store.maintenance import Compactor
+from codemem.store.schema import Row, key_of
+from codemem.store.writer import Append, GroupWriter
+
+log = logging.getLogger(__name__)
+
+_ENCODER = msgspec.json.Encoder()
+# The contract caps a Search response at 30 MiB; stay clear of it with room for the envelope.
+MAX_RESPONSE_BYTES = 29 * 1024 * 1024
+
+
+class Memory:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder or make_embedder(settings.embedder)
+        self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim)
+        self.compactor = Compactor(self.store, settings.compact_interval_s, settings.compact_min_writes)
+        self.writer = GroupWriter(self.store, settings.write_batch_rows, on_commit=self.compactor.note_commit)
+        self.compactor.start()
+        self._inflight: dict[str, threading.Event] = {}
+        self._inflight_lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        """Load the model now rather than on the first request."""
+        try:
+            self.embedder.load()
+        except Exception:  # noqa: BLE001 - a request that needs the model reports it again
+            log.exception("embedding model failed to load")
+
+    def close(self) -> None:
+        self.writer.close()
+        self.compactor.stop()
+
+    # -- Add ------------------------------------------------------------------------------
+
+    def add(self, req: AddRequest) -> AddResult:
+        """Store one chunk durably; a retry of a stored request_id stores nothing again."""
+        validate_add(req, self.settings.max_image_bytes)
+        user_key = key_of(req.user_id)
+        request_key = key_of(req.user_id, req.request_id)
+        while True:
+            with self._inflight_lock:
+                running = self._inflight.get(request_key)
+                if running is None:
+                    done = threading.Event()
+                    self._inflight[request_key] = done
+                    break
+            # The same request is being stored by another call: wait for it, then look again.
+            running.wait()
+        try:
+            if self.store.exists(f"user_key = '{user_key}' AND request_key = '{request_key}'"):
+                return self._result(req, stored=0, duplicate=True)
+            rows = self._message_rows(req, user_key, request_key)
+            self.writer.write(Append(rows))
+            return self._result(req, stored=len(rows))
+        finally:
+            with self._inflight_lock:
+                del self._inflight[request_key]
+            done.set()
+
+    @staticmethod
+    def _result(req: AddRequest, stored: int, duplicate: bool = False) -> AddResult:
+        return AddResult(req.request_id, req.user_id, req.session_id, stored=stored, duplicate=duplicate)
+
+    def _message_rows(self, req: AddRequest, user_key: str, request_key: str) -> list[Row]:
+        now = int(time.time() * 1000)
+        session_key = key_of(req.user_id, req.session_id)
+        texts = [m.text for m in req.messages]
+        vectors = self.embedder.embed(texts, self.settings.embed_max_tokens)
+        return [
+            Row(
+                id="m_" + key_of(request_key, str(i))[:24],
+                user_key=user_key,
+                user_id=req.user_id,
+                session_key=session_key,
+                session_id=req.session_id,
+                request_key=request_key,
+                kind="message",
+                position=i,
+                role=msg.role,
+                text=text,
+                content=_content_json(msg),
+                metadata=_ENCODER.encode({"request_id": req.request_id}).decode(),
+                created_at=now,
+                timestamp=msg.timestamp,
+                vector=vectors[i],
+            )
+            for i, (msg, text) in enumerate(zip(req.messages, texts, strict=True))
+        ]
+
+    # -- Search ---------------------------------------------------------------------------
+
+    def search(self, req: SearchRequest) -> list[Hit]:
+        """At most top_k items of this user's memory, best first."""
+        validate_search(req, self.settings.max_image_bytes)
+        text = req.text
+        if not text.strip():
+            return []
+        where = f"user_key = '{key_of(req.user_id)}'"
+        limit = max(req.top_k, self.settings.candidates)
+        vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
+        lexical = self.store.fts(text, where, limit)
+        dense = self.store.nearest(vector, where, limit)
+        fused = rrf([lexical, dense])
+        return _bounded([_hit(c, req.user_id) for c in fused if c.fields["user_id"] == req.user_id][: req.top_k])
+
+    # -- data handling --------------------------------------------------------------------
+
+    def delete_user(self, user_id: str) -> int:
+        """Remove every memory of one user; returns how many items were removed."""
+        if not user_id:
+            raise InvalidInput("user_id must be a non-empty string")
+        return self.store.delete(f"user_key = '{key_of(user_id)}'")
+
+    def purge(self, older_than: timedelta) -> int:
+        """Remove every memory stored more than `older_than` ago, for all users."""
+        cutoff = int((datetime.now(UTC) - older_than).timestamp() * 1000)
+        return self.store.delete(f"created_at < {cutoff}")
+
+    def stats(self) -> dict[str, int]:
+        return self.store.stats() | {"pending_writes": self.writer.pending, "compactions": self.compactor.runs}
+
+
+def _content_json(msg: Message) -> str:
+    if isinstance(msg.content, str):
+        return ""
+    return _ENCODER.encode(msg.content).decode()
+
+
+def _hit(c: Candidate, user_id: str) -> Hit:
+    f = c.fields
+    raw_content = str(f["content"])
+    content = msgspec.json.decode(raw_content, type=list[ContentPart]) if raw_content else str(f["text"])
+    meta = json.loads(str(f["metadata"])) if f["metadata"] else {}
+    meta.update({"kind": f["kind"], "role": f["role"], "position": f["position"], "timestamp": f["timestamp"]})
+    created = datetime.fromtimestamp(int(f["created_at"]) / 1000, UTC).isoformat(timespec="milliseconds")
+    return Hit(
+        id=c.id,
+        content=content,
+        score=round(c.score, 6),
+        created_at=created.replace("+00:00", "Z"),
+        session_id=str(f["session_id"]),
+        metadata=meta,
+    )
+
+
+def _bounded(hits: list[Hit]) -> list[Hit]:
+    """Cut the list where its encoded size would pass the response cap."""
+    total = 0
+    for i, h in enumerate(hits):
+        total += len(_ENCODER.encode(h.content)) + 256
+        if total > MAX_RESPONSE_BYTES:
+            return hits[:i]
+    return hits

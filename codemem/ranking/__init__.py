@@ -1,0 +1,1 @@
+"""Ranking strategies: small pure functions over plain candidate lists."""

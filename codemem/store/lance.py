@@ -1,0 +1,151 @@
+"""The LanceDB-backed item store: one table, filtered by user before any ranking.
+
+Everything LanceDB-specific lives here; ranking code sees plain `Candidate` values.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from datetime import timedelta
+
+import lancedb
+import msgspec
+import numpy as np
+from lancedb.index import FTS
+
+from codemem.errors import StoreMismatch
+from codemem.store.schema import (
+    ITEMS_TABLE,
+    META_DIM,
+    META_MODEL,
+    RESULT_COLUMNS,
+    Row,
+    items_schema,
+    rows_to_table,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Candidate(msgspec.Struct):
+    """One item as a retriever returned it, with that retriever's raw score."""
+
+    id: str
+    score: float
+    fields: dict[str, object]  # the RESULT_COLUMNS of the row
+
+
+class Store:
+    """Opens (or creates) the items table under `uri` and answers the queries the core needs."""
+
+    def __init__(self, uri: str, model: str, dim: int, consistency_s: float | None = None) -> None:
+        interval = None if consistency_s is None else timedelta(seconds=consistency_s)
+        self.db = lancedb.connect(uri, read_consistency_interval=interval)
+        self.schema = items_schema(model, dim)
+        self._index_lock = threading.Lock()
+        self.table = self._open_or_create(model, dim)
+
+    def _open_or_create(self, model: str, dim: int) -> lancedb.table.Table:
+        if ITEMS_TABLE in self.db.list_tables().tables:
+            table = self.db.open_table(ITEMS_TABLE)
+            meta = table.schema.metadata or {}
+            found = (meta.get(META_MODEL, b"?").decode(), meta.get(META_DIM, b"?").decode())
+            if found != (model, str(dim)):
+                raise StoreMismatch(
+                    f"this data directory holds vectors of {found[0]} ({found[1]} dims); "
+                    f"the configured embedder is {model} ({dim} dims). Use another --data-dir."
+                )
+        else:
+            try:
+                table = self.db.create_table(ITEMS_TABLE, schema=self.schema)
+            except ValueError:  # another process created it first
+                table = self.db.open_table(ITEMS_TABLE)
+        self._ensure_indexes(table)
+        return table
+
+    def _ensure_indexes(self, table: lancedb.table.Table) -> None:
+        with self._index_lock:
+            names = {idx.name for idx in table.list_indices()}
+            if "text_idx" not in names:
+                table.create_index("text", config=FTS(with_position=False), name="text_idx")
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def append(self, rows: list[Row]) -> None:
+        """One atomic commit: all rows become visible together, or none do."""
+        if rows:
+            self.table.add(rows_to_table(rows, self.schema))
+
+    def replace(self, rows: list[Row], scope: str) -> None:
+        """Atomically make the rows matching `scope` equal to `rows` (upsert by id, delete the rest)."""
+        data = rows_to_table(rows, self.schema)
+        (
+            self.table.merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(scope)
+            .execute(data)
+        )
+
+    def delete(self, where: str) -> int:
+        before = self.table.count_rows(where)
+        if before:
+            self.table.delete(where)
+        return before
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def count(self, where: str | None = None) -> int:
+        return self.table.count_rows(where)
+
+    def exists(self, where: str) -> bool:
+        return bool(self.table.search().where(where).select(["id"]).limit(1).to_list())
+
+    def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 100_000) -> list[dict[str, object]]:
+        return self.table.search().where(where).select(list(columns)).limit(limit).to_list()
+
+    def fts(self, text: str, where: str, limit: int) -> list[Candidate]:
+        if not text.strip():
+            return []
+        hits = (
+            self.table.search(text, query_type="fts", fts_columns="text")
+            .where(where, prefilter=True)
+            .select(RESULT_COLUMNS)
+            .limit(limit)
+            .to_list()
+        )
+        return [Candidate(id=h["id"], score=float(h["_score"]), fields=h) for h in hits]
+
+    def nearest(self, vector: np.ndarray, where: str, limit: int) -> list[Candidate]:
+        hits = (
+            self.table.search(vector, query_type="vector", vector_column_name="vector")
+            .distance_type("cosine")
+            .where(where, prefilter=True)
+            .select(RESULT_COLUMNS)
+            .limit(limit)
+            .to_list()
+        )
+        return [Candidate(id=h["id"], score=1.0 - float(h["_distance"]), fields=h) for h in hits]
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    def optimize(self, keep_versions_for: timedelta) -> None:
+        """Compact small fragments, fold new rows into the indexes, drop old versions."""
+        self.table.optimize(cleanup_older_than=keep_versions_for)
+
+    def stats(self) -> dict[str, int]:
+        s = self.table.stats()
+        frag = s.get("fragment_stats", {})
+        idx = self.table.index_stats("text_idx")
+        return {
+            "rows": int(s.get("num_rows", 0)),
+            "fragments": int(frag.get("num_fragments", 0)),
+            "small_fragments": int(frag.get("num_small_fragments", 0)),
+            "unindexed_rows": int(idx.num_unindexed_rows) if idx else 0,
+            "version": int(self.table.version),
+        }
+
+    def checkout_latest(self) -> None:
+        self.table.checkout_latest()

@@ -1,0 +1,65 @@
+"""Background compaction: keeps the fragment count and the unindexed tail small.
+
+Group commit bounds the fragments concurrent Adds create, but a steady trickle of single
+Adds still makes one fragment each; this thread folds them together (and into the FTS
+index) every `interval_s` once `min_writes` commits have piled up, or as soon as writes go
+quiet (a round with no new commit) so the tail never lingers unindexed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+
+from codemem.store.lance import Store
+
+log = logging.getLogger(__name__)
+
+KEEP_VERSIONS_FOR = timedelta(minutes=2)
+
+
+class Compactor:
+    def __init__(self, store: Store, interval_s: float, min_writes: int) -> None:
+        self.store = store
+        self.interval_s = interval_s
+        self.min_writes = min_writes
+        self.commits_since = 0
+        self.runs = 0
+        self.last_error: str | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="codemem-compactor", daemon=True)
+
+    def start(self) -> None:
+        if self.interval_s > 0:
+            self._thread.start()
+
+    def note_commit(self, rows: int) -> None:
+        with self._lock:
+            self.commits_since += 1
+
+    def run_once(self) -> None:
+        with self._lock:
+            self.commits_since = 0
+        try:
+            self.store.optimize(KEEP_VERSIONS_FOR)
+            self.runs += 1
+            self.last_error = None
+        except Exception as exc:  # a failed round (e.g. a conflicting delete) is retried next round
+            self.last_error = type(exc).__name__
+            log.warning("compaction failed: %s", type(exc).__name__)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        seen = 0
+        while not self._stop.wait(self.interval_s):
+            pending = self.commits_since
+            if pending >= self.min_writes or (pending > 0 and pending == seen):
+                self.run_once()
+                pending = 0
+            seen = pending

@@ -1,0 +1,94 @@
+"""The LanceDB table layout and the typed row that fills it.
+
+Only hex digests (`user_key`, `session_key`, `request_key`) and integers are ever placed
+in a filter expression, so a hostile `user_id` can never change what a query selects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+
+ITEMS_TABLE = "items"
+SCHEMA_VERSION = "1"
+META_MODEL = b"codemem.embedding_model"
+META_DIM = b"codemem.embedding_dim"
+META_SCHEMA = b"codemem.schema_version"
+
+
+def key_of(*parts: str) -> str:
+    """A stable hex key for a tuple of strings (NUL-separated, so ("a", "bc") != ("ab", "c"))."""
+    return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class Row(msgspec.Struct):
+    """One stored item: a raw message, an experience card or a step record."""
+
+    id: str
+    user_key: str
+    user_id: str
+    session_key: str
+    session_id: str
+    request_key: str
+    kind: str
+    position: int
+    role: str
+    text: str  # what is indexed (BM25 and vector) and returned for text-only items
+    content: str  # JSON of the original content parts when they are not plain text, else ""
+    metadata: str  # JSON object
+    created_at: int  # Unix ms when stored
+    timestamp: int | None  # the message's own timestamp, Unix ms
+    vector: np.ndarray | None = None  # float32, unit-normalised
+
+
+def items_schema(model: str, dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_key", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("session_key", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("request_key", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("position", pa.int32(), nullable=False),
+            pa.field("role", pa.string(), nullable=False),
+            pa.field("text", pa.string(), nullable=False),
+            pa.field("content", pa.large_string(), nullable=False),
+            pa.field("metadata", pa.string(), nullable=False),
+            pa.field("created_at", pa.int64(), nullable=False),
+            pa.field("timestamp", pa.int64(), nullable=True),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ],
+        metadata={META_MODEL: model.encode(), META_DIM: str(dim).encode(), META_SCHEMA: SCHEMA_VERSION.encode()},
+    )
+
+
+# Columns a search reads back (everything but the vector).
+RESULT_COLUMNS = [
+    "id", "user_id", "session_id", "kind", "position", "role", "text", "content", "metadata",
+    "created_at", "timestamp",
+]
+
+
+def rows_to_table(rows: list[Row], schema: pa.Schema) -> pa.Table:
+    dim = schema.field("vector").type.list_size
+    arrays = []
+    for field in schema:
+        if field.name == "vector":
+            flat = np.concatenate([_vector(r.vector, dim) for r in rows]) if rows else np.zeros(0, np.float32)
+            arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), dim))
+        else:
+            arrays.append(pa.array([getattr(r, field.name) for r in rows], field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _vector(v: np.ndarray | None, dim: int) -> np.ndarray:
+    if v is None:
+        return np.zeros(dim, dtype=np.float32)
+    if v.shape != (dim,):
+        raise ValueError(f"vector has shape {v.shape}, the table holds {dim} dimensions")
+    return v.astype(np.float32, copy=False)

@@ -1,0 +1,305 @@
+"""The Add/Search contract (../shared/AML_CONTRACT.md), rule by rule, over HTTP."""
+
+from __future__ import annotations
+
+import base64
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from litestar.testing import TestClient
+
+from codemem.memory import Memory
+from tests.conftest import add_body
+
+CODE_TEXTS = (
+    "The QuerySet.filter call raises TypeError when given None for a related field.",
+    "I changed django/db/models/query.py to check for None before building the lookup.",
+    "Tests in tests/queries/test_filter.py pass now.",
+)
+
+
+def search(client: TestClient, user_id: str, query: str, top_k: int = 10) -> list[dict]:
+    r = client.post("/search", json={"query": query, "user_id": user_id, "top_k": top_k})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert set(body) == {"data"}
+    return body["data"]
+
+
+def test_add_echoes_ids_byte_for_byte_and_is_searchable_at_once(client: TestClient) -> None:
+    ids = {
+        "request_id": "eval:run_abc123:cambench:task-7:chunk-0",
+        "user_id": "eval:run_abc123:cambench:task-7 ü 🙂",
+        "session_id": "eval:run_abc123:sample:7\t",
+    }
+    body = add_body(ids["request_id"], ids["user_id"], ids["session_id"], CODE_TEXTS)
+    r = client.post("/add", json=body)
+    assert r.status_code == 200
+    assert r.json() == {"success": True, **ids}
+    hits = search(client, ids["user_id"], "TypeError in QuerySet.filter with None")
+    assert hits, "an acknowledged Add must be searchable immediately"
+    assert hits[0]["content"] == CODE_TEXTS[0]
+    assert all(h["session_id"] == ids["session_id"] for h in hits)
+
+
+def test_search_items_have_contract_fields_and_decreasing_scores(client: TestClient) -> None:
+    client.post("/add", json=add_body("r1", texts=CODE_TEXTS))
+    client.post("/add", json=add_body("r2", session_id="s2", texts=("Unrelated note about sympy matrices.",)))
+    hits = search(client, "u1", "filter None TypeError", top_k=10)
+    assert len(hits) == 4
+    for h in hits:
+        assert isinstance(h["id"], str) and h["id"]
+        assert isinstance(h["content"], str) and h["content"]
+        assert h["created_at"].endswith("Z")
+        assert h["metadata"]["kind"] == "message"
+        assert h["session_id"] in {"s1", "s2"}
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert len({h["id"] for h in hits}) == len(hits)
+
+
+def test_top_k_bounds_the_result_and_empty_memory_gives_empty_data(client: TestClient) -> None:
+    assert search(client, "nobody", "anything at all") == []
+    client.post("/add", json=add_body("r1", texts=CODE_TEXTS))
+    assert len(search(client, "u1", "QuerySet", top_k=2)) == 2
+    assert len(search(client, "u1", "QuerySet", top_k=1)) == 1
+    assert len(search(client, "u1", "QuerySet", top_k=1_000_000_000)) == 3
+
+
+def test_retry_with_same_request_id_stores_nothing_twice(client: TestClient, memory: Memory) -> None:
+    body = add_body("retry-1", texts=CODE_TEXTS)
+    first = client.post("/add", json=body)
+    second = client.post("/add", json=body)
+    assert first.status_code == second.status_code == 200
+    assert first.json() == second.json()
+    assert memory.store.count() == len(CODE_TEXTS)
+    assert len(search(client, "u1", "QuerySet filter", top_k=100)) == len(CODE_TEXTS)
+
+
+def test_concurrent_retries_of_one_request_store_it_once(client: TestClient, memory: Memory) -> None:
+    body = add_body("storm-1", texts=CODE_TEXTS)
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(lambda _: client.post("/add", json=body), range(8)))
+    assert {r.status_code for r in responses} <= {200, 409}
+    assert any(r.status_code == 200 for r in responses)
+    assert memory.store.count() == len(CODE_TEXTS)
+
+
+def test_same_request_id_under_another_user_is_another_memory(client: TestClient, memory: Memory) -> None:
+    client.post("/add", json=add_body("shared-id", user_id="a", texts=("alpha fact",)))
+    client.post("/add", json=add_body("shared-id", user_id="b", texts=("beta fact",)))
+    assert [h["content"] for h in search(client, "a", "fact")] == ["alpha fact"]
+    assert [h["content"] for h in search(client, "b", "fact")] == ["beta fact"]
+
+
+HOSTILE_USER_IDS = [
+    "plain",
+    "o'brien",
+    "x' OR '1'='1",
+    "u\" OR 1=1 --",
+    "'; DROP TABLE items; --",
+    "user_id = 'plain'",
+    "%",
+    "_",
+    "ünïcødé-用户-🙂",
+    "back\\slash",
+    " leading-space",
+]
+
+
+def test_isolation_holds_for_hostile_user_ids(client: TestClient) -> None:
+    for i, uid in enumerate(HOSTILE_USER_IDS):
+        r = client.post("/add", json=add_body(f"req-{i}", user_id=uid, texts=(f"secret number {i} of the memory",)))
+        assert r.status_code == 200
+    for i, uid in enumerate(HOSTILE_USER_IDS):
+        hits = search(client, uid, "secret number of the memory", top_k=100)
+        assert [h["content"] for h in hits] == [f"secret number {i} of the memory"], uid
+    assert search(client, "x", "secret number", top_k=100) == []
+
+
+@pytest.mark.parametrize(
+    "headers, status",
+    [
+        ({"Authorization": "Token s3cret-key"}, 200),
+        ({"Authorization": "Bearer s3cret-key"}, 200),
+        ({"Authorization": "bearer s3cret-key"}, 200),
+        ({"X-Api-Key": "s3cret-key"}, 200),
+        ({}, 401),
+        ({"Authorization": "Token wrong"}, 401),
+        ({"Authorization": "Basic s3cret-key"}, 401),
+        ({"X-Api-Key": "s3cret-key-but-longer"}, 401),
+        ({"Authorization": "Token "}, 401),
+    ],
+)
+def test_auth_schemes(keyed_client: TestClient, headers: dict[str, str], status: int) -> None:
+    r = keyed_client.post("/add", json=add_body("a1"), headers=headers)
+    assert r.status_code == status
+    s = keyed_client.post("/search", json={"query": "q", "user_id": "u1", "top_k": 1}, headers=headers)
+    assert s.status_code == status
+    if status == 401:
+        assert r.json() == {"detail": {"reason": "missing or wrong API key"}}
+        assert "s3cret" not in r.text
+
+
+def test_health_is_always_open(keyed_client: TestClient) -> None:
+    r = keyed_client.get("/health")
+    assert r.status_code == 200
+    assert r.json()["status"] == "ok"
+
+
+def _valid() -> dict:
+    return add_body("bad-1")
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda b: b.pop("request_id"), "request_id"),
+        (lambda b: b.pop("messages"), "messages"),
+        (lambda b: b.pop("user_id"), "user_id"),
+        (lambda b: b.pop("session_id"), "session_id"),
+        (lambda b: b.update(request_id=""), "request_id"),
+        (lambda b: b.update(user_id="   "), "user_id"),
+        (lambda b: b.update(session_id=""), "session_id"),
+        (lambda b: b.update(messages=[]), "messages"),
+        (lambda b: b.update(user_id=7), "user_id"),
+        (lambda b: b.update(messages="hello"), "messages"),
+        (lambda b: b["messages"][0].update(role="system"), "messages[0].role"),
+        (lambda b: b["messages"][0].update(content=""), "messages[0].content"),
+        (lambda b: b["messages"][0].update(content=[]), "messages[0].content"),
+        (lambda b: b["messages"][0].update(content=5), "messages[0].content"),
+        (lambda b: b["messages"][0].update(timestamp="yesterday"), "messages[0].timestamp"),
+        (lambda b: b["messages"][0].pop("role"), "role"),
+    ],
+)
+def test_add_rejects_malformed_fields_with_422_naming_the_field(client: TestClient, mutate, field: str) -> None:
+    body = _valid()
+    mutate(body)
+    r = client.post("/add", json=body)
+    assert r.status_code == 422, r.text
+    reason = r.json()["detail"]["reason"]
+    assert field in reason
+    assert "Traceback" not in r.text
+
+
+@pytest.mark.parametrize("top_k", [0, -1, "5", 1.5, True, None])
+def test_search_rejects_bad_top_k(client: TestClient, top_k: object) -> None:
+    r = client.post("/search", json={"query": "q", "user_id": "u1", "top_k": top_k})
+    assert r.status_code == 422
+    assert "top_k" in r.json()["detail"]["reason"]
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"user_id": "u1", "top_k": 3}, "query"),
+        ({"query": "q", "top_k": 3}, "user_id"),
+        ({"query": "", "user_id": "u1", "top_k": 3}, "query"),
+        ({"query": "q", "user_id": "u1", "options": "A"}, "options"),
+    ],
+)
+def test_search_rejects_malformed_fields(client: TestClient, body: dict, field: str) -> None:
+    r = client.post("/search", json=body)
+    assert r.status_code == 422
+    assert field in r.json()["detail"]["reason"]
+
+
+@pytest.mark.parametrize("raw", [b"{bad json", b"", b"\xff\xfe\x00", b"[1, 2", b'{"query": "\\ud800"}'])
+def test_malformed_json_is_a_client_error(client: TestClient, raw: bytes) -> None:
+    for path in ("/add", "/search"):
+        r = client.post(path, content=raw, headers={"content-type": "application/json"})
+        assert r.status_code in (400, 422), r.text
+        assert r.json()["detail"]["reason"]
+
+
+def test_body_over_30_mib_is_413(client: TestClient, memory: Memory) -> None:
+    big = add_body("huge", texts=("x" * (30 * 1024 * 1024 + 10),))
+    r = client.post("/add", json=big)
+    assert r.status_code == 413
+    assert r.json()["detail"]["reason"]
+    assert memory.store.count() == 0
+
+
+def test_unknown_path_is_404_with_reason(client: TestClient) -> None:
+    r = client.post("/nope", json={})
+    assert r.status_code == 404
+    assert r.json()["detail"]["reason"]
+
+
+def test_search_options_are_part_of_the_question(client: TestClient) -> None:
+    client.post("/add", json=add_body("o1", texts=("The capital of France is Paris.", "Bananas are yellow.")))
+    hits = search_with_options(client, ["A. Paris", "B. Lyon"])
+    assert hits[0]["content"] == "The capital of France is Paris."
+
+
+def search_with_options(client: TestClient, options: list[str]) -> list[dict]:
+    r = client.post("/search", json={"query": "Which city?", "options": options, "user_id": "u1", "top_k": 5})
+    assert r.status_code == 200
+    return r.json()["data"]
+
+
+# -- multimodal -----------------------------------------------------------------------------
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64).decode()
+JPEG = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\x00" * 64).decode()
+
+
+def test_multimodal_parts_round_trip_in_order(client: TestClient) -> None:
+    parts = [
+        {"type": "text", "text": "Screenshot of the failing matplotlib legend"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+        {"type": "text", "text": "and the expected rendering"},
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{JPEG}"}},
+    ]
+    body = {"request_id": "mm1", "user_id": "u1", "session_id": "s1", "messages": [{"role": "user", "content": parts}]}
+    assert client.post("/add", json=body).status_code == 200
+    r = client.post("/search", json={"query": [{"type": "text", "text": "matplotlib legend screenshot"}], "user_id": "u1", "top_k": 3})
+    assert r.status_code == 200
+    assert r.json()["data"][0]["content"] == parts
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/cat.png",
+        "http://example.com/cat.png",
+        "data:image/gif;base64,R0lGODlhAQABAAAAACw=",
+        f"data:image/jpeg;base64,{PNG}",
+        "data:image/png;base64,!!!notbase64!!!",
+        "data:text/plain;base64,aGVsbG8=",
+    ],
+)
+def test_bad_images_are_rejected_with_422(client: TestClient, memory: Memory, url: str) -> None:
+    parts = [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": url}}]
+    body = {"request_id": "mm2", "user_id": "u1", "session_id": "s1", "messages": [{"role": "user", "content": parts}]}
+    r = client.post("/add", json=body)
+    assert r.status_code == 422
+    assert "messages[0].content[1]" in r.json()["detail"]["reason"]
+    assert memory.store.count() == 0
+
+
+def test_image_over_10_mib_is_refused(client: TestClient) -> None:
+    payload = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * (10 * 1024 * 1024 + 1)).decode()
+    parts = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{payload}"}}]
+    body = {"request_id": "mm3", "user_id": "u1", "session_id": "s1", "messages": [{"role": "user", "content": parts}]}
+    r = client.post("/add", json=body)
+    assert r.status_code == 413
+    assert "larger than" in r.json()["detail"]["reason"]
+
+
+# -- data handling --------------------------------------------------------------------------
+
+def test_delete_user_removes_every_memory_of_that_user_only(client: TestClient) -> None:
+    for uid in ("gone'user", "kept"):
+        client.post("/add", json=add_body(f"d-{uid}", user_id=uid, texts=CODE_TEXTS))
+    r = client.delete("/users/gone'user")
+    assert r.status_code == 200
+    assert r.json() == {"user_id": "gone'user", "deleted": len(CODE_TEXTS)}
+    assert search(client, "gone'user", "QuerySet filter", top_k=100) == []
+    assert len(search(client, "kept", "QuerySet filter", top_k=100)) == len(CODE_TEXTS)
+    # A retry of the deleted request is a new write, not a resurrection of old rows.
+    assert client.delete("/users/gone'user").json()["deleted"] == 0
+
+
+def test_delete_user_needs_the_key(keyed_client: TestClient) -> None:
+    assert keyed_client.delete("/users/u1").status_code == 401

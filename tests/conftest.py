@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+
+from api.app import create_app
+from codemem.config import Settings
+from codemem.embedding import MiniLMEmbedder
+from codemem.memory import Memory
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-contextbench-lite"
+
+
+@pytest.fixture(scope="session")
+def embedder() -> MiniLMEmbedder:
+    """The real packaged model, loaded once per test session."""
+    e = MiniLMEmbedder()
+    e.load()
+    return e
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=str(tmp_path / "data"), compact_interval_s=0)
+
+
+@pytest.fixture
+def memory(settings: Settings, embedder: MiniLMEmbedder) -> Iterator[Memory]:
+    m = Memory(settings, embedder=embedder)
+    yield m
+    m.close()
+
+
+def make_client(settings: Settings, memory: Memory) -> TestClient:
+    return TestClient(create_app(settings, memory=memory))
+
+
+@pytest.fixture
+def client(settings: Settings, memory: Memory) -> Iterator[TestClient]:
+    with make_client(settings, memory) as c:
+        yield c
+
+
+@pytest.fixture
+def keyed_client(settings: Settings, memory: Memory) -> Iterator[TestClient]:
+    with make_client(settings.replace(api_key="s3cret-key"), memory) as c:
+        yield c
+
+
+def add_body(request_id: str, user_id: str = "u1", session_id: str = "s1", texts: tuple[str, ...] = ("hello",)) -> dict:
+    return {
+        "request_id": request_id,
+        "user_id": user_id,
+        "session_id": session_id,
+        "messages": [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": t, "timestamp": 1704067200000 + i}
+            for i, t in enumerate(texts)
+        ],
+    }
