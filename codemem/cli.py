@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from codemem.config import Settings
 
@@ -19,6 +19,14 @@ def parse_age(text: str) -> timedelta:
     if m is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not an age like 30d, 12h, 90m or 2w")
     return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+
+
+def parse_date(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date like 2024-01-31") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +48,19 @@ def build_parser() -> argparse.ArgumentParser:
     purge = sub.add_parser("purge", help="delete every memory older than an age, for all users")
     _data_dir(purge)
     purge.add_argument("--older-than", type=parse_age, required=True, help="e.g. 30d, 12h")
+
+    transcripts = sub.add_parser("ingest-transcripts", help="import Claude Code JSONL transcripts")
+    _data_dir(transcripts)
+    transcripts.add_argument("--user-id", required=True)
+    transcripts.add_argument("--chunk", type=int, default=50, help="messages per Add (default 50)")
+    transcripts.add_argument("paths", nargs="+", help="JSONL files, directories of them, or .tar.xz archives")
+
+    git = sub.add_parser("ingest-git", help="import a git repository's history, one experience per commit")
+    _data_dir(git)
+    git.add_argument("--user-id", required=True)
+    git.add_argument("--since", type=parse_date, default=None, help="only commits after this date (YYYY-MM-DD)")
+    git.add_argument("--max-commits", type=int, default=None)
+    git.add_argument("repo", help="path to the repository")
 
     delete = sub.add_parser("delete-user", help="delete every memory of one user_id")
     _data_dir(delete)

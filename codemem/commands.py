@@ -77,3 +77,35 @@ def delete_user(settings: Settings, args: argparse.Namespace) -> int:
         memory.close()
     print(f"Removed {removed} memories of user {args.user_id!r}.")
     return 0
+
+
+def ingest_transcripts(settings: Settings, args: argparse.Namespace) -> int:
+    from codemem.ingest import ingest_transcripts as run
+
+    memory = Memory(settings)
+    try:
+        report = run(memory, args.paths, args.user_id, chunk=args.chunk)
+    except FileNotFoundError as exc:
+        print(f"codemem: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        memory.close()
+    print(f"Read {report.sources} transcripts: {report.added} chunks added ({report.messages} messages), "
+          f"{report.unchanged} already stored, {report.empty} empty; "
+          f"skipped {report.skipped_lines} lines that did not parse.")
+    return 0
+
+
+def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
+    from codemem.ingest import ingest_git as run
+
+    memory = Memory(settings)
+    try:
+        report = run(memory, args.repo, args.user_id, since=args.since, max_commits=args.max_commits)
+    except ValueError as exc:
+        print(f"codemem: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        memory.close()
+    print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored.")
+    return 0

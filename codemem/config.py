@@ -22,6 +22,10 @@ class Settings:
     # Embedding: the packaged offline model by default.
     embedder: str = "minilm"
     embed_max_tokens: int = 256
+    # Cards and steps are always embedded. Raw messages are BM25-indexed, and embedded only
+    # when this is on: on a 2-core CPU the model reads ~40 short messages/s, far too slow for
+    # trajectories of hundreds of messages (eval/latency.py measures it).
+    embed_messages: bool = False
     query_max_tokens: int = 128
     # Writes: concurrent Adds are joined into one LanceDB commit of at most this many rows.
     write_batch_rows: int = 4096
@@ -58,10 +62,14 @@ def env_names() -> list[str]:
 def _coerce(f: dataclasses.Field[object], raw: str) -> object:
     kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     try:
+        if kind.startswith("bool"):
+            if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise ValueError
+            return raw.lower() in ("1", "true", "yes", "on")
         if kind.startswith("int"):
             return int(raw)
         if kind.startswith("float"):
             return float(raw)
     except ValueError as exc:
-        raise ValueError(f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not a number") from exc
+        raise ValueError(f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not a valid {kind}") from exc
     return raw

@@ -6,6 +6,7 @@ module import: start-up paths that do not embed (the CLI's help, `purge`) stay f
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,6 +30,10 @@ class Embedder(Protocol):
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text, reading at most max_tokens each."""
+        ...
+
+    def fingerprints(self, texts: list[str], max_tokens: int) -> list[str]:
+        """Keys equal exactly when the model would read the same input, so vectors can be reused."""
         ...
 
 
@@ -75,6 +80,19 @@ class MiniLMEmbedder:
                 clipped, batch_size=32, normalize_embeddings=True, convert_to_numpy=True
             )
         return np.asarray(vectors, dtype=np.float32)
+
+    def fingerprints(self, texts: list[str], max_tokens: int) -> list[str]:
+        # Tokenising is ~100x cheaper than a forward pass; a card whose first max_tokens
+        # tokens did not change keeps its vector.
+        if not texts:
+            return []
+        tokenizer = self.load().tokenizer
+        ids = tokenizer([t[: max_tokens * 8] for t in texts], truncation=True, max_length=max_tokens)["input_ids"]
+        return [_fingerprint(i) for i in ids]
+
+
+def _fingerprint(token_ids: list[int]) -> str:
+    return hashlib.blake2b(np.asarray(token_ids, dtype=np.int32).tobytes(), digest_size=16).hexdigest()
 
 
 def make_embedder(name: str) -> Embedder:

@@ -14,16 +14,20 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
+from parsers import extract_text_refs
 from codemem.config import Settings
 from codemem.content import validate_add, validate_search
 from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput
 from codemem.models import AddRequest, AddResult, ContentPart, Hit, Message, SearchRequest
+from codemem import sessions
+from codemem.experience.types import Experience
+from codemem.ranking.assemble import assemble
 from codemem.ranking.rrf import rrf
 from codemem.store.lance import Candidate, Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import Row, key_of
-from codemem.store.writer import Append, GroupWriter
+from codemem.store.writer import GroupWriter, Replace
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +46,7 @@ class Memory:
         self.compactor.start()
         self._inflight: dict[str, threading.Event] = {}
         self._inflight_lock = threading.Lock()
+        self._session_locks: dict[str, threading.Lock] = {}
 
     def warm_up(self) -> None:
         """Load the model now rather than on the first request."""
@@ -56,8 +61,12 @@ class Memory:
 
     # -- Add ------------------------------------------------------------------------------
 
-    def add(self, req: AddRequest) -> AddResult:
-        """Store one chunk durably; a retry of a stored request_id stores nothing again."""
+    def add(self, req: AddRequest, experience: Experience | None = None) -> AddResult:
+        """Store one chunk durably, with its session's rebuilt experience, in one commit.
+
+        A retry of a stored request_id stores nothing again. `experience` replaces the
+        built one for sources that are not agent sessions (a git commit).
+        """
         validate_add(req, self.settings.max_image_bytes)
         user_key = key_of(req.user_id)
         request_key = key_of(req.user_id, req.request_id)
@@ -73,13 +82,26 @@ class Memory:
         try:
             if self.store.exists(f"user_key = '{user_key}' AND request_key = '{request_key}'"):
                 return self._result(req, stored=0, duplicate=True)
-            rows = self._message_rows(req, user_key, request_key)
-            self.writer.write(Append(rows))
+            with self._session_lock(key_of(req.user_id, req.session_id)):
+                rows = self._message_rows(req, user_key, request_key)
+                derived = self._derived_rows(req, rows[0], experience)
+                self.writer.write(Replace(rows + derived, sessions.derived_scope(rows[0].session_key)))
             return self._result(req, stored=len(rows))
         finally:
             with self._inflight_lock:
                 del self._inflight[request_key]
             done.set()
+
+    def _session_lock(self, session_key: str) -> threading.Lock:
+        """Adds of one session run one at a time, so each rebuild sees the one before."""
+        with self._inflight_lock:
+            return self._session_locks.setdefault(session_key, threading.Lock())
+
+    def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None) -> list[Row]:
+        max_tokens = self.settings.embed_max_tokens
+        if experience is not None:
+            return sessions.experience_rows(experience, base, self.store, self.embedder, max_tokens, len(req.messages))
+        return sessions.rebuild(self.store, self.embedder, max_tokens, base, req.messages)
 
     @staticmethod
     def _result(req: AddRequest, stored: int, duplicate: bool = False) -> AddResult:
@@ -89,7 +111,11 @@ class Memory:
         now = int(time.time() * 1000)
         session_key = key_of(req.user_id, req.session_id)
         texts = [m.text for m in req.messages]
-        vectors = self.embedder.embed(texts, self.settings.embed_max_tokens)
+        vectors = (
+            list(self.embedder.embed(texts, self.settings.embed_max_tokens))
+            if self.settings.embed_messages
+            else [None] * len(texts)
+        )
         return [
             Row(
                 id="m_" + key_of(request_key, str(i))[:24],
@@ -102,6 +128,7 @@ class Memory:
                 position=i,
                 role=msg.role,
                 text=text,
+                refs="",
                 content=_content_json(msg),
                 metadata=_ENCODER.encode({"request_id": req.request_id}).decode(),
                 created_at=now,
@@ -124,8 +151,12 @@ class Memory:
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         lexical = self.store.fts(text, where, limit)
         dense = self.store.nearest(vector, where, limit)
-        fused = rrf([lexical, dense])
-        return _bounded([_hit(c, req.user_id) for c in fused if c.fields["user_id"] == req.user_id][: req.top_k])
+        terms = extract_text_refs(text).terms()
+        by_refs = self.store.fts(" ".join(terms), where, limit, column="refs") if terms else []
+        fused = rrf([lexical, dense, by_refs])
+        ranked = assemble(fused, lambda keys: self.store.by_ids([sessions.card_id(k) for k in keys]))
+        own = [c for c in ranked if c.fields["user_id"] == req.user_id]
+        return _bounded([_hit(c) for c in own[: req.top_k]])
 
     # -- data handling --------------------------------------------------------------------
 
@@ -150,7 +181,7 @@ def _content_json(msg: Message) -> str:
     return _ENCODER.encode(msg.content).decode()
 
 
-def _hit(c: Candidate, user_id: str) -> Hit:
+def _hit(c: Candidate) -> Hit:
     f = c.fields
     raw_content = str(f["content"])
     content = msgspec.json.decode(raw_content, type=list[ContentPart]) if raw_content else str(f["text"])

@@ -70,6 +70,11 @@ class Store:
             names = {idx.name for idx in table.list_indices()}
             if "text_idx" not in names:
                 table.create_index("text", config=FTS(with_position=False), name="text_idx")
+            if "refs_idx" not in names:
+                # Reference keys are matched whole: no stemming, no stop words, paths kept intact.
+                refs = FTS(base_tokenizer="whitespace", stem=False, remove_stop_words=False,
+                           ascii_folding=False, max_token_length=200)
+                table.create_index("refs", config=refs, name="refs_idx")
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -103,14 +108,21 @@ class Store:
     def exists(self, where: str) -> bool:
         return bool(self.table.search().where(where).select(["id"]).limit(1).to_list())
 
-    def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 100_000) -> list[dict[str, object]]:
+    def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, object]]:
         return self.table.search().where(where).select(list(columns)).limit(limit).to_list()
 
-    def fts(self, text: str, where: str, limit: int) -> list[Candidate]:
+    def by_ids(self, ids: list[str]) -> list[Candidate]:
+        if not ids:
+            return []
+        quoted = ", ".join(f"'{i}'" for i in ids if i.replace("_", "").isalnum())
+        return [Candidate(id=r["id"], score=0.0, fields=r) for r in self.rows(f"id IN ({quoted})")]
+
+    def fts(self, text: str, where: str, limit: int, column: str = "text") -> list[Candidate]:
+        """BM25 over `column` ("text", or "refs" for code-reference keys)."""
         if not text.strip():
             return []
         hits = (
-            self.table.search(text, query_type="fts", fts_columns="text")
+            self.table.search(text, query_type="fts", fts_columns=column)
             .where(where, prefilter=True)
             .select(RESULT_COLUMNS)
             .limit(limit)
@@ -122,7 +134,7 @@ class Store:
         hits = (
             self.table.search(vector, query_type="vector", vector_column_name="vector")
             .distance_type("cosine")
-            .where(where, prefilter=True)
+            .where(f"({where}) AND has_vector", prefilter=True)
             .select(RESULT_COLUMNS)
             .limit(limit)
             .to_list()

@@ -37,11 +37,12 @@ class Row(msgspec.Struct):
     position: int
     role: str
     text: str  # what is indexed (BM25 and vector) and returned for text-only items
+    refs: str  # space-separated code-reference keys (files, symbols, errors) for exact matching
     content: str  # JSON of the original content parts when they are not plain text, else ""
     metadata: str  # JSON object
     created_at: int  # Unix ms when stored
     timestamp: int | None  # the message's own timestamp, Unix ms
-    vector: np.ndarray | None = None  # float32, unit-normalised
+    vector: np.ndarray | None = None  # float32, unit-normalised; None = not embedded
 
 
 def items_schema(model: str, dim: int) -> pa.Schema:
@@ -57,10 +58,12 @@ def items_schema(model: str, dim: int) -> pa.Schema:
             pa.field("position", pa.int32(), nullable=False),
             pa.field("role", pa.string(), nullable=False),
             pa.field("text", pa.string(), nullable=False),
+            pa.field("refs", pa.string(), nullable=False),
             pa.field("content", pa.large_string(), nullable=False),
             pa.field("metadata", pa.string(), nullable=False),
             pa.field("created_at", pa.int64(), nullable=False),
             pa.field("timestamp", pa.int64(), nullable=True),
+            pa.field("has_vector", pa.bool_(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         ],
         metadata={META_MODEL: model.encode(), META_DIM: str(dim).encode(), META_SCHEMA: SCHEMA_VERSION.encode()},
@@ -69,8 +72,8 @@ def items_schema(model: str, dim: int) -> pa.Schema:
 
 # Columns a search reads back (everything but the vector).
 RESULT_COLUMNS = [
-    "id", "user_id", "session_id", "kind", "position", "role", "text", "content", "metadata",
-    "created_at", "timestamp",
+    "id", "user_id", "session_id", "session_key", "kind", "position", "role", "text", "content",
+    "metadata", "created_at", "timestamp",
 ]
 
 
@@ -78,7 +81,9 @@ def rows_to_table(rows: list[Row], schema: pa.Schema) -> pa.Table:
     dim = schema.field("vector").type.list_size
     arrays = []
     for field in schema:
-        if field.name == "vector":
+        if field.name == "has_vector":
+            arrays.append(pa.array([r.vector is not None for r in rows], pa.bool_()))
+        elif field.name == "vector":
             flat = np.concatenate([_vector(r.vector, dim) for r in rows]) if rows else np.zeros(0, np.float32)
             arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), dim))
         else:

@@ -92,15 +92,17 @@ class GroupWriter:
                 return
 
     def _commit(self, batch: list[tuple[WriteOp, Future[None]]]) -> None:
-        appends = [(op, fut) for op, fut in batch if isinstance(op, Append)]
-        if appends:
-            rows = [r for op, _ in appends for r in op.rows]
-            self._settle(appends, lambda: self.store.append(rows))
-        # Replacements rewrite one scope each; they run in arrival order after the appends,
-        # which is the order their callers saw (an Add's rows are queued before its rebuild).
-        for op, fut in batch:
-            if isinstance(op, Replace):
-                self._settle([(op, fut)], lambda op=op: self.store.replace(op.rows, op.scope))
+        rows = [r for op, _ in batch for r in op.rows]
+        scopes = [op.scope for op, _ in batch if isinstance(op, Replace)]
+        if not scopes:
+            self._settle(batch, lambda: self.store.append(rows))
+            return
+        # Scopes are per-session filters on hex keys, disjoint between sessions, so one
+        # merge over their union is the same as applying each in turn, in one commit.
+        # Two ops of the same scope in one batch would fight over it: the writer never
+        # gets those, since Memory serialises the Adds of one session.
+        scope = " OR ".join(f"({s})" for s in scopes)
+        self._settle(batch, lambda: self.store.replace(rows, scope))
 
     def _settle(self, group: list[tuple[WriteOp, Future[None]]], action: Callable[[], None]) -> None:
         try:

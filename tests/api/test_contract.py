@@ -13,9 +13,18 @@ from tests.conftest import add_body
 
 CODE_TEXTS = (
     "The QuerySet.filter call raises TypeError when given None for a related field.",
-    "I changed django/db/models/query.py to check for None before building the lookup.",
-    "Tests in tests/queries/test_filter.py pass now.",
+    "I changed django/db/models/query.py so QuerySet.filter checks for None before the lookup.",
+    "Tests of QuerySet.filter in tests/queries/test_filter.py pass now.",
 )
+
+
+def messages(hits: list[dict]) -> list:
+    """The raw-message items of a result (cards and steps are derived from them)."""
+    return [h["content"] for h in hits if h["metadata"]["kind"] == "message"]
+
+
+def stored_messages(memory: Memory) -> int:
+    return memory.store.count("kind = 'message'")
 
 
 def search(client: TestClient, user_id: str, query: str, top_k: int = 10) -> list[dict]:
@@ -38,20 +47,23 @@ def test_add_echoes_ids_byte_for_byte_and_is_searchable_at_once(client: TestClie
     assert r.json() == {"success": True, **ids}
     hits = search(client, ids["user_id"], "TypeError in QuerySet.filter with None")
     assert hits, "an acknowledged Add must be searchable immediately"
-    assert hits[0]["content"] == CODE_TEXTS[0]
+    assert hits[0]["metadata"]["kind"] == "card"
+    assert CODE_TEXTS[0] in hits[0]["content"]
+    assert messages(hits)[0] == CODE_TEXTS[0]
     assert all(h["session_id"] == ids["session_id"] for h in hits)
 
 
 def test_search_items_have_contract_fields_and_decreasing_scores(client: TestClient) -> None:
     client.post("/add", json=add_body("r1", texts=CODE_TEXTS))
     client.post("/add", json=add_body("r2", session_id="s2", texts=("Unrelated note about sympy matrices.",)))
-    hits = search(client, "u1", "filter None TypeError", top_k=10)
-    assert len(hits) == 4
+    hits = search(client, "u1", "QuerySet.filter None TypeError", top_k=10)
+    assert sorted(messages(hits)) == sorted(CODE_TEXTS)
+    assert hits[0]["metadata"]["kind"] == "card" and hits[0]["session_id"] == "s1"
     for h in hits:
         assert isinstance(h["id"], str) and h["id"]
         assert isinstance(h["content"], str) and h["content"]
         assert h["created_at"].endswith("Z")
-        assert h["metadata"]["kind"] == "message"
+        assert h["metadata"]["kind"] in {"card", "step", "message"}
         assert h["session_id"] in {"s1", "s2"}
     scores = [h["score"] for h in hits]
     assert scores == sorted(scores, reverse=True)
@@ -63,7 +75,9 @@ def test_top_k_bounds_the_result_and_empty_memory_gives_empty_data(client: TestC
     client.post("/add", json=add_body("r1", texts=CODE_TEXTS))
     assert len(search(client, "u1", "QuerySet", top_k=2)) == 2
     assert len(search(client, "u1", "QuerySet", top_k=1)) == 1
-    assert len(search(client, "u1", "QuerySet", top_k=1_000_000_000)) == 3
+    everything = search(client, "u1", "QuerySet", top_k=1_000_000_000)
+    assert sorted(messages(everything)) == sorted(CODE_TEXTS)
+    assert len(everything) == len(CODE_TEXTS) + 1  # the session's card, then its messages
 
 
 def test_retry_with_same_request_id_stores_nothing_twice(client: TestClient, memory: Memory) -> None:
@@ -72,8 +86,9 @@ def test_retry_with_same_request_id_stores_nothing_twice(client: TestClient, mem
     second = client.post("/add", json=body)
     assert first.status_code == second.status_code == 200
     assert first.json() == second.json()
-    assert memory.store.count() == len(CODE_TEXTS)
-    assert len(search(client, "u1", "QuerySet filter", top_k=100)) == len(CODE_TEXTS)
+    assert stored_messages(memory) == len(CODE_TEXTS)
+    assert memory.store.count("kind = 'card'") == 1
+    assert sorted(messages(search(client, "u1", "QuerySet filter", top_k=100))) == sorted(CODE_TEXTS)
 
 
 def test_concurrent_retries_of_one_request_store_it_once(client: TestClient, memory: Memory) -> None:
@@ -82,14 +97,15 @@ def test_concurrent_retries_of_one_request_store_it_once(client: TestClient, mem
         responses = list(pool.map(lambda _: client.post("/add", json=body), range(8)))
     assert {r.status_code for r in responses} <= {200, 409}
     assert any(r.status_code == 200 for r in responses)
-    assert memory.store.count() == len(CODE_TEXTS)
+    assert stored_messages(memory) == len(CODE_TEXTS)
+    assert memory.store.count("kind = 'card'") == 1
 
 
 def test_same_request_id_under_another_user_is_another_memory(client: TestClient, memory: Memory) -> None:
     client.post("/add", json=add_body("shared-id", user_id="a", texts=("alpha fact",)))
     client.post("/add", json=add_body("shared-id", user_id="b", texts=("beta fact",)))
-    assert [h["content"] for h in search(client, "a", "fact")] == ["alpha fact"]
-    assert [h["content"] for h in search(client, "b", "fact")] == ["beta fact"]
+    assert messages(search(client, "a", "fact")) == ["alpha fact"]
+    assert messages(search(client, "b", "fact")) == ["beta fact"]
 
 
 HOSTILE_USER_IDS = [
@@ -113,7 +129,9 @@ def test_isolation_holds_for_hostile_user_ids(client: TestClient) -> None:
         assert r.status_code == 200
     for i, uid in enumerate(HOSTILE_USER_IDS):
         hits = search(client, uid, "secret number of the memory", top_k=100)
-        assert [h["content"] for h in hits] == [f"secret number {i} of the memory"], uid
+        assert messages(hits) == [f"secret number {i} of the memory"], uid
+        assert {h["session_id"] for h in hits} == {"s1"}
+        assert all(f"secret number {i} " in h["content"] for h in hits), uid
     assert search(client, "x", "secret number", top_k=100) == []
 
 
@@ -229,7 +247,7 @@ def test_unknown_path_is_404_with_reason(client: TestClient) -> None:
 def test_search_options_are_part_of_the_question(client: TestClient) -> None:
     client.post("/add", json=add_body("o1", texts=("The capital of France is Paris.", "Bananas are yellow.")))
     hits = search_with_options(client, ["A. Paris", "B. Lyon"])
-    assert hits[0]["content"] == "The capital of France is Paris."
+    assert messages(hits)[0] == "The capital of France is Paris."
 
 
 def search_with_options(client: TestClient, options: list[str]) -> list[dict]:
@@ -255,7 +273,7 @@ def test_multimodal_parts_round_trip_in_order(client: TestClient) -> None:
     assert client.post("/add", json=body).status_code == 200
     r = client.post("/search", json={"query": [{"type": "text", "text": "matplotlib legend screenshot"}], "user_id": "u1", "top_k": 3})
     assert r.status_code == 200
-    assert r.json()["data"][0]["content"] == parts
+    assert messages(r.json()["data"]) == [parts]
 
 
 @pytest.mark.parametrize(
@@ -294,9 +312,9 @@ def test_delete_user_removes_every_memory_of_that_user_only(client: TestClient) 
         client.post("/add", json=add_body(f"d-{uid}", user_id=uid, texts=CODE_TEXTS))
     r = client.delete("/users/gone'user")
     assert r.status_code == 200
-    assert r.json() == {"user_id": "gone'user", "deleted": len(CODE_TEXTS)}
+    assert r.json() == {"user_id": "gone'user", "deleted": len(CODE_TEXTS) + 1}  # messages and card
     assert search(client, "gone'user", "QuerySet filter", top_k=100) == []
-    assert len(search(client, "kept", "QuerySet filter", top_k=100)) == len(CODE_TEXTS)
+    assert sorted(messages(search(client, "kept", "QuerySet filter", top_k=100))) == sorted(CODE_TEXTS)
     # A retry of the deleted request is a new write, not a resurrection of old rows.
     assert client.delete("/users/gone'user").json()["deleted"] == 0
 

@@ -32,7 +32,8 @@ def test_search_prints_ranked_readable_results(filled: str, capsys: pytest.Captu
     out = capsys.readouterr().out
     assert out.startswith("#1  score ")
     assert "session sess-1" in out.splitlines()[0]
-    assert "guarded the split" in out.split("#2")[0]
+    assert "card" in out.splitlines()[0]
+    assert "guarded the split" in out.split("session sess-2")[0]
     assert "{" not in out.splitlines()[0]
 
 
@@ -40,7 +41,8 @@ def test_search_json_is_the_contract_shape(filled: str, capsys: pytest.CaptureFi
     main(["search", "--data-dir", filled, "--user-id", "dev", "--top-k", "2", "--json", "docs theme"])
     body = json.loads(capsys.readouterr().out)
     assert len(body["data"]) == 2
-    assert body["data"][0]["content"] == "Bump the docs theme version"
+    assert [h["metadata"]["kind"] for h in body["data"]] == ["card", "message"]
+    assert body["data"][1]["content"] == "Bump the docs theme version"
 
 
 def test_search_of_unknown_user_says_so(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,14 +54,14 @@ def test_purge_removes_only_older_memories(filled: str, capsys: pytest.CaptureFi
     main(["purge", "--data-dir", filled, "--older-than", "30d"])
     assert "Removed 0 memories" in capsys.readouterr().out
     main(["purge", "--data-dir", filled, "--older-than", "0s"])
-    assert "Removed 3 memories" in capsys.readouterr().out
+    assert "Removed 5 memories" in capsys.readouterr().out  # 3 messages and 2 session cards
     main(["search", "--data-dir", filled, "--user-id", "dev", "crash"])
     assert "No memories match." in capsys.readouterr().out
 
 
 def test_delete_user(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     main(["delete-user", "--data-dir", filled, "--user-id", "dev"])
-    assert "Removed 3 memories of user 'dev'" in capsys.readouterr().out
+    assert "Removed 5 memories of user 'dev'" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("text, seconds", [("30d", 30 * 86400), ("12h", 43200), ("90m", 5400), ("2w", 1209600)])

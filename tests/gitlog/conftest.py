@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import git
 import pytest
 from gitlog_helpers import (
     BASE,
@@ -13,6 +12,8 @@ from gitlog_helpers import (
     SERVICE_V1,
     SERVICE_V2,
     SERVICE_V3,
+    STORE_JS,
+    STORE_JS_2,
     UTIL_JS,
     HistoryRepo,
     commit,
@@ -30,6 +31,7 @@ def history_repo(tmp_path_factory: pytest.TempPathFactory) -> HistoryRepo:
 
     write(root, "app/service.py", SERVICE_V1)
     write(root, "web/util.js", UTIL_JS)
+    write(root, "web/store.js", STORE_JS)
     write(root, "README.md", "# demo\n")
     repo.git.add("-A")
     shas["c1"] = commit(repo, "Initial import of service and web utils", 0)
@@ -64,6 +66,7 @@ def history_repo(tmp_path_factory: pytest.TempPathFactory) -> HistoryRepo:
 
     repo.git.checkout("-q", "main")
     write(root, "web/dates.js", DATES_JS_2)
+    write(root, "web/store.js", STORE_JS_2)
     repo.git.add("-A")
     shas["c7"] = commit(repo, "Parse dates with Date.parse", 6)
 

@@ -1,10 +1,10 @@
 """Builders for small real repositories with the shapes the importer must survive.
 
 History (author = committer dates, one per day from 2024-01-01, newest last):
-c1 add app/service.py, web/util.js, README.md     c2 fix in Service.save (KeyError message)
+c1 add app/service.py, web/*.js, README.md       c2 fix in Service.save (KeyError message)
 c3 rename web/util.js -> web/dates.js, edit        c4 add binary logo.png
 c5 non-UTF-8 message + diff bytes              c6 (branch feature) edit Service.load
-c7 (main) edit web/dates.js                        c8 merge feature into main (--no-ff)
+c7 (main) edit web/dates.js, Store.save in JS     c8 merge feature into main (--no-ff)
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ def helper():
 
 SERVICE_V2 = SERVICE_V1.replace(
     "        self.cache[key] = value\n",
-    "        if not self.cache:\n            self.cache = self._read()\n        self.cache[key] = value\n",
+    "        if not self.cache:\n"
+    "            self.cache = self._read()\n"
+    "        self.cache[key] = value\n",
 )
 SERVICE_V3 = SERVICE_V2.replace("        return data[key]\n", "        return data.get(key)\n")
 
@@ -59,6 +61,23 @@ export function parseDate(s) {
   return new Date(s);
 }
 """
+STORE_JS = """\
+export class Store {
+  constructor(path) {
+    this.path = path;
+    this.data = {};
+  }
+
+  save(key, value) {
+    if (!key) {
+      throw new Error("key required");
+    }
+    this.data[key] = value;
+    return this;
+  }
+}
+"""
+STORE_JS_2 = STORE_JS.replace("this.data[key] = value;", "this.data[key] = value ?? null;")
 DATES_JS = UTIL_JS.replace("d.getMonth()", "d.getMonth() + 1")
 DATES_JS_2 = DATES_JS.replace("return new Date(s);", "return new Date(Date.parse(s));")
 
@@ -79,15 +98,19 @@ def commit(repo: git.Repo, message: bytes | str, day: int) -> str:
     return repo.head.commit.hexsha
 
 
-def commit_raw(repo: git.Repo, message: bytes, day: int) -> str:
-    """Commit the index with a message stored byte for byte (``git commit`` would re-encode it)."""
+def commit_raw(repo: git.Repo, message: bytes, day: int, encoding: str | None = None) -> str:
+    """Commit the index with a message stored byte for byte (``git commit`` would re-encode it),
+    optionally declaring its ``encoding`` header."""
     when = int((BASE + timedelta(days=day)).timestamp())
     tree = repo.git.write_tree()
     ident = f"Ada Lovelace <ada@example.com> {when} +0000".encode()
     body = b"tree " + tree.encode() + b"\n"
     if repo.head.is_valid():
         body += b"parent " + repo.head.commit.hexsha.encode() + b"\n"
-    body += b"author " + ident + b"\ncommitter " + ident + b"\n\n" + message
+    body += b"author " + ident + b"\ncommitter " + ident + b"\n"
+    if encoding is not None:
+        body += b"encoding " + encoding.encode() + b"\n"
+    body += b"\n" + message
     raw = Path(repo.git_dir) / "RAW_COMMIT"
     raw.write_bytes(body)
     sha = repo.git.hash_object("-t", "commit", "-w", str(raw))

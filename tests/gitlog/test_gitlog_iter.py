@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import git
 import pytest
-from gitlog_helpers import BASE, HistoryRepo, commit, init_repo, write
+from gitlog_helpers import BASE, HistoryRepo, commit, commit_raw, init_repo, write
 
 from codemem import gitlog
 from codemem.gitlog import CommitRecord, iter_commits
@@ -25,7 +27,7 @@ def test_newest_first_merges_skipped(history_repo: HistoryRepo) -> None:
     assert first.author == "Ada Lovelace"
     assert first.authored_at == BASE
     assert first.authored_at.tzinfo is not None
-    assert sorted(first.files) == ["README.md", "app/service.py", "web/util.js"]
+    assert sorted(first.files) == ["README.md", "app/service.py", "web/store.js", "web/util.js"]
 
 
 def test_fix_commit_fields(history_repo: HistoryRepo) -> None:
@@ -80,12 +82,21 @@ def test_branch(history_repo: HistoryRepo) -> None:
 
 def test_not_a_repository(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a git repository"):
-        list(iter_commits(str(tmp_path)))
+        iter_commits(str(tmp_path))  # raised at call time, before iteration
     with pytest.raises(ValueError, match="not a git repository"):
         list(iter_commits(str(tmp_path / "missing")))
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(ValueError, match="not a git repository"):
         list(iter_commits(str(tmp_path / "file.txt")))
+
+
+def test_bare_clone_and_subdirectory(history_repo: HistoryRepo, tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    git.Repo(history_repo.path).clone(str(bare), bare=True).close()
+    got = shas_of(list(iter_commits(str(bare), max_commits=3)))
+    assert got == [history_repo.shas[c] for c in ("c7", "c6", "c5")]
+    with pytest.raises(ValueError, match="top-level"):
+        list(iter_commits(str(history_repo.path / "app")))
 
 
 def test_empty_repository(tmp_path: Path) -> None:
@@ -112,10 +123,27 @@ def test_bounded_diff_and_odd_paths(tmp_path: Path) -> None:
     assert rec.diff.endswith("\n")
 
 
-def test_early_close_stops_git(history_repo: HistoryRepo) -> None:
+def test_declared_message_encoding_is_honoured(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path)
+    write(tmp_path, "a.txt", "a\n")
+    repo.git.add("-A")
+    commit_raw(repo, "Corrige l'\u00e9chec de cr\u00e9ation\n".encode("latin-1"), 0, "ISO-8859-1")
+    repo.close()
+    (rec,) = list(iter_commits(str(tmp_path)))
+    assert rec.message == "Corrige l'\u00e9chec de cr\u00e9ation"
+
+
+def test_early_close_stops_git_and_cleans_up(
+    history_repo: HistoryRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     it = iter_commits(str(history_repo.path))
     assert next(it).sha == history_repo.shas["c7"]
+    assert len(list(tmp_path.glob("codemem-*.gitattributes"))) == 1
     it.close()  # must not hang or raise
+    assert list(tmp_path.glob("codemem-*")) == []
+    assert len(list(iter_commits(str(history_repo.path)))) == 7
+    assert list(tmp_path.glob("codemem-*")) == []
 
 
 def test_split_records_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:

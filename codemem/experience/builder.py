@@ -1,0 +1,257 @@
+"""Messages in, experience out: ``build_experience`` recognises each message's events, walks
+them once (``Tracker``), and turns the facts into the card, its steps and lookup terms.
+
+Edited files are the files of the session's last ``git diff`` output when the agent ran one
+(what it settled on); otherwise the files it changed, less scratch work (files it deleted,
+files outside the checkout, reproduction scripts and ad-hoc tests at the top level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+import parsers
+from codemem.experience import reasoning
+from codemem.experience.diffs import edit_hunk, trim_diff
+from codemem.experience.paths import is_scratch_name, match_patch_path
+from codemem.experience.recognise import recognise_events
+from codemem.experience.render import render_card
+from codemem.experience.scratch import scratch_paths
+from codemem.experience.steps import build_steps
+from codemem.experience.symbols import patch_symbols, resolve_symbols
+from codemem.experience.tracker import EditRecord, SessionFacts, Tracker
+from codemem.experience.types import Experience, ExperienceCard
+from codemem.models import Message
+
+TASK_WORDS = 300
+ROOT_CAUSES = 3
+MAX_COMMANDS = 30
+MAX_ERRORS = 10
+MAX_READ_FILES = 30
+MAX_FINAL_DIFF = 8000
+_TRIVIAL_COMMANDS = frozenset(
+    {
+        "ls",
+        "pwd",
+        "cd",
+        "find",
+        "grep",
+        "rg",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "echo",
+        "which",
+        "tree",
+        "file",
+        "stat",
+        "mkdir",
+        "true",
+        "sleep",
+        "clear",
+        "whoami",
+        "env",
+        "date",
+        "type",
+        "du",
+        "df",
+        "nl",
+        "less",
+    }
+)
+
+
+def _message_text(message: Message) -> str:
+    try:
+        text = message.text
+    except (TypeError, AttributeError):
+        return ""
+    return text if isinstance(text, str) else ""
+
+
+def _trim_words(text: str, words: int) -> str:
+    parts = text.split(" ")
+    if len(parts) <= words:
+        return text.strip()
+    return " ".join(parts[:words]).rstrip() + " ..."
+
+
+def _command_line(command: str) -> str | None:
+    """A command as one short line for the card; None for navigation and look-ups."""
+    line = command.strip()
+    while line.startswith("cd ") and "&&" in line:
+        line = line.split("&&", 1)[1].strip()
+    head = line.split(None, 1)[0] if line else ""
+    if not line or head.rsplit("/", 1)[-1] in _TRIVIAL_COMMANDS or line.startswith("sed -n"):
+        return None
+    first = line.split("\n", 1)
+    line = first[0] + (" ..." if len(first) > 1 else "")
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+class _Edits:
+    """Which edits count, and for which file: the patch's files when there is a patch, else
+    the non-scratch files the agent changed."""
+
+    def __init__(self, facts: SessionFacts, patch_files: list[str]) -> None:
+        self.facts = facts
+        self.patch_files = patch_files
+        mapper = facts.mapper
+        self.target: dict[str, str] = {}  # edit raw path -> file it counts for
+        if facts.final_patch:
+            for edit in facts.edits:
+                hit = match_patch_path(edit.raw_path, patch_files) or match_patch_path(
+                    edit.path, patch_files
+                )
+                if hit is not None:
+                    self.target[edit.raw_path] = hit
+                    mapper.learn(edit.raw_path, hit)
+            self.files = list(patch_files)
+        else:
+            self._fallback(facts)
+        for edit in facts.edits:
+            if edit.raw_path in self.target:
+                edit.symbols = resolve_symbols(edit.query)
+
+    def _fallback(self, facts: SessionFacts) -> None:
+        scratch = scratch_paths(facts)
+        for edit in facts.edits:
+            if edit.path and edit.path not in scratch:
+                self.target[edit.raw_path] = edit.path
+        self.files = list(
+            dict.fromkeys(self.target[e.raw_path] for e in facts.edits if e.raw_path in self.target)
+        )
+
+    def keep(self, edit: EditRecord) -> str | None:
+        return self.target.get(edit.raw_path)
+
+    def symbols(self) -> list[str]:
+        facts = self.facts
+        if facts.final_patch:
+            views = {}
+            for key, view in facts.views.items():
+                hit = match_patch_path(key, self.patch_files)
+                if hit is not None and hit not in views:
+                    views[hit] = view
+            per_file = patch_symbols(facts.final_patch, views)
+            # Scratch scripts the agent committed stay listed as files, but their
+            # definitions would only blur what the fix touched.
+            found = [
+                s for f in self.patch_files if not is_scratch_name(f) for s in per_file.get(f, [])
+            ]
+        else:
+            found = [s for e in facts.edits if e.raw_path in self.target for s in e.symbols]
+        return list(dict.fromkeys(found))
+
+    def synthesised_diff(self) -> str:
+        chunks = []
+        for edit in self.facts.edits:
+            target = self.target.get(edit.raw_path)
+            if target is None or edit.action.note:
+                continue
+            old = "" if edit.action.created else edit.action.old
+            start = edit.lines[0] if edit.lines else None
+            chunks.append(edit_hunk(target, old, edit.action.new, start))
+        return "".join(chunks)
+
+
+def _outcome(
+    files: list[str], facts: SessionFacts, passed: bool | None, summary: str, has_tests: bool
+) -> str:
+    if files:
+        shown = ", ".join(files[:4]) + (f" (+{len(files) - 4} more)" if len(files) > 4 else "")
+        parts = [f"Edited {shown}"]
+    else:
+        parts = ["No file edits kept"]
+    if facts.final_patch:
+        added = sum(
+            1
+            for line in facts.final_patch.split("\n")
+            if line.startswith("+") and not line.startswith("+++")
+        )
+        removed = sum(
+            1
+            for line in facts.final_patch.split("\n")
+            if line.startswith("-") and not line.startswith("---")
+        )
+        parts.append(f"final diff +{added}/-{removed}")
+    if passed is True:
+        parts.append("final test run passed" + (f" ({summary})" if summary else ""))
+    elif passed is False:
+        parts.append("final test run failed" + (f" ({summary})" if summary else ""))
+    else:
+        parts.append("test outcome unclear" if has_tests else "no tests run")
+    return "; ".join(parts)
+
+
+def _terms(task: str, files: list[str], symbols: list[str], errors: list[str]) -> list[str]:
+    exceptions = [e.split(":", 1)[0] for e in errors]
+    messages = [e.split(":", 1)[1].strip() for e in errors if ":" in e]
+    refs = [
+        parsers.extract_text_refs(task),
+        parsers.CodeRefs(
+            files=list(files), symbols=list(symbols), exceptions=exceptions, error_messages=messages
+        ),
+    ]
+    return parsers.merge_refs(refs).terms()
+
+
+def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> Experience:
+    """The experience of one session: card, steps and terms; pure and deterministic."""
+    tracker = Tracker()
+    for position, message in enumerate(messages):
+        role = "user" if getattr(message, "role", "user") == "user" else "assistant"
+        tracker.feed(position, role, recognise_events(_message_text(message), role))
+    facts = tracker.finish()
+    patch_files = (
+        [f.path for f in parsers.parse_diff(facts.final_patch)] if facts.final_patch else []
+    )
+    edits = _Edits(facts, list(dict.fromkeys(patch_files)))
+    files = edits.files
+    mapper = facts.mapper
+    edited = set(files)
+    read_files: list[str] = []
+    for _, raw in facts.reads:
+        path = match_patch_path(raw, files) or mapper.relative(raw)
+        if not path or path in edited or path in read_files or is_scratch_name(path):
+            continue
+        if mapper.under_root(raw) or not raw.startswith(("/", "./", "../", "~")):
+            read_files.append(path)
+    commands = list(
+        dict.fromkeys(c for c in (_command_line(cmd) for _, cmd in facts.commands) if c)
+    )
+    known = [t for t in facts.tests if t.run.passed is not None]
+    last = known[-1].run if known else None
+    errors = list(dict.fromkeys(e for record in facts.errors for e in record.errors))[:MAX_ERRORS]
+    final_diff = facts.final_patch or edits.synthesised_diff()
+    symbols = edits.symbols()
+    task = _trim_words(facts.task, TASK_WORDS)
+    card = ExperienceCard(
+        task=task,
+        outcome=_outcome(
+            files,
+            facts,
+            last.passed if last else None,
+            last.summary if last else "",
+            bool(facts.tests),
+        ),
+        root_cause=[e.text for e in reasoning.pick(facts.excerpts, ROOT_CAUSES)],
+        edited_files=files,
+        edited_symbols=symbols,
+        read_files=read_files[:MAX_READ_FILES],
+        commands=commands[-MAX_COMMANDS:],
+        tests_passed=last.passed if last else None,
+        errors=errors,
+        final_diff=trim_diff(final_diff, MAX_FINAL_DIFF),
+    )
+    card = msgspec.structs.replace(
+        card, text=render_card(card, max_chars, last.summary if last else "")
+    )
+    return Experience(
+        card=card,
+        steps=build_steps(facts, edits.keep),
+        terms=_terms(task, files, symbols, errors),
+    )

@@ -1,0 +1,66 @@
+"""The card as bounded, readable text: headed sections, the task first, then how it ended,
+why, what changed and the final diff, cut to fit a character budget (the diff and the task
+give way first, whole lines at a time).
+"""
+
+from __future__ import annotations
+
+from codemem.experience.diffs import trim_diff
+from codemem.experience.types import ExperienceCard
+
+_TASK_SHARE = 0.3
+_MIN_DIFF = 240
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, max(limit - 4, 0))
+    return text[: cut if cut > limit // 2 else max(limit - 4, 0)] + " ..."
+
+
+def _joined(items: list[str], limit: int = 600) -> str:
+    text = ", ".join(items)
+    return _clip(text, limit)
+
+
+def _bullets(items: list[str], each: int = 300) -> str:
+    return "\n".join(f"- {_clip(' '.join(i.split()), each)}" for i in items)
+
+
+def _tests_line(card: ExperienceCard, test_summary: str) -> str:
+    if card.tests_passed is None:
+        return test_summary or "no test outcome seen"
+    state = "passed" if card.tests_passed else "failed"
+    return f"last run {state}" + (f" ({test_summary})" if test_summary else "")
+
+
+def render_card(card: ExperienceCard, max_chars: int = 4000, test_summary: str = "") -> str:
+    """The card in at most ``max_chars`` characters."""
+    head: list[str] = []
+    tail: list[str] = []
+    head.append(f"## Outcome\n{_clip(card.outcome, 400)}")
+    if card.root_cause:
+        head.append(f"## Root cause\n{_bullets(card.root_cause)}")
+    if card.edited_files:
+        edited = f"files: {_joined(card.edited_files)}"
+        if card.edited_symbols:
+            edited += f"\nsymbols: {_joined(card.edited_symbols)}"
+        head.append(f"## Edited\n{edited}")
+    if card.errors:
+        head.append(f"## Errors seen\n{_bullets(card.errors[:6], 200)}")
+    head.append(f"## Tests\n{_clip(_tests_line(card, test_summary), 300)}")
+    if card.read_files:
+        tail.append(f"## Also read\n{_joined(card.read_files, 400)}")
+    body = "\n\n".join(head + tail)
+    task_budget = max(int(max_chars * _TASK_SHARE), 200)
+    task = f"## Task\n{_clip(card.task, task_budget)}"
+    used = len(task) + 2 + len(body)
+    if card.final_diff:
+        room = max_chars - used - len("\n\n## Final diff\n```diff\n\n```")
+        if room >= _MIN_DIFF:
+            body += f"\n\n## Final diff\n```diff\n{trim_diff(card.final_diff, room).rstrip()}\n```"
+    text = f"{task}\n\n{body}"
+    if len(text) > max_chars:
+        text = text[: max(max_chars - 4, 0)].rstrip() + " ..."
+    return text[:max_chars]

@@ -1,0 +1,113 @@
+"""A session's derived items: its experience card and step records, rebuilt on every Add.
+
+The messages of one `session_id` may arrive over many Adds, in any chunk size. After each
+Add the whole session is rebuilt from its stored messages plus the new ones, and written in
+the same commit as the new messages, so a Search never sees a chunk without its card.
+Vectors of unchanged steps are reused, so a rebuild embeds only the card and new steps.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from codemem.embedding import Embedder
+from codemem.experience import build_experience
+from codemem.experience.types import Experience
+from codemem.models import ContentPart, Message
+from codemem.store.lance import Store
+from codemem.store.schema import Row, key_of
+
+_ENCODER = msgspec.json.Encoder()
+DERIVED_KINDS = ("card", "step")
+
+
+def derived_scope(session_key: str) -> str:
+    """The filter selecting a session's derived rows (hex key only: safe in an expression)."""
+    return f"session_key = '{session_key}' AND kind IN ('card', 'step')"
+
+
+def card_id(session_key: str) -> str:
+    return "c_" + session_key[:24]
+
+
+def stored_messages(store: Store, user_key: str, session_key: str) -> list[Message]:
+    """The session's messages in arrival order (Add by Add, then position within the Add)."""
+    rows = store.rows(
+        f"user_key = '{user_key}' AND session_key = '{session_key}' AND kind = 'message'",
+        columns=["role", "text", "content", "timestamp", "created_at", "request_key", "position"],
+    )
+    rows.sort(key=lambda r: (r["created_at"], r["request_key"], r["position"]))
+    return [_message(r) for r in rows]
+
+
+def _message(r: dict[str, object]) -> Message:
+    content: str | list[ContentPart] = str(r["text"])
+    if r["content"]:
+        content = msgspec.json.decode(str(r["content"]), type=list[ContentPart])
+    ts = r["timestamp"]
+    return Message(role=str(r["role"]), content=content, timestamp=int(ts) if ts is not None else None)  # type: ignore[arg-type]
+
+
+def experience_rows(
+    experience: Experience,
+    base: Row,
+    store: Store,
+    embedder: Embedder,
+    max_tokens: int,
+    message_count: int,
+) -> list[Row]:
+    """Rows for the card and steps of one session; `base` carries the ids and timestamps."""
+    card = experience.card
+    card_meta = {
+        "edited_files": card.edited_files,
+        "edited_symbols": card.edited_symbols,
+        "tests_passed": card.tests_passed,
+        "errors": card.errors[:10],
+        "outcome": card.outcome,
+        "messages": message_count,
+        "steps": len(experience.steps),
+    }
+    rows = [
+        msgspec.structs.replace(
+            base, id=card_id(base.session_key), kind="card", position=-1, role="assistant",
+            text=card.text, refs=" ".join(experience.terms), metadata=_ENCODER.encode(card_meta).decode(),
+        )
+    ]
+    for i, step in enumerate(experience.steps):
+        meta = {"step": step.kind, "files": step.files, "symbols": step.symbols, "errors": step.errors[:5]}
+        refs = [t.lower() for t in (*step.files, *step.symbols)]
+        rows.append(
+            msgspec.structs.replace(
+                base, id="st_" + key_of(base.session_key, str(i), step.kind)[:24], kind="step",
+                position=step.position, role="assistant", text=step.text, refs=" ".join(refs),
+                metadata=_ENCODER.encode(meta).decode(),
+            )
+        )
+    _embed(rows, store, embedder, max_tokens, base.session_key)
+    return rows
+
+
+def _embed(rows: list[Row], store: Store, embedder: Embedder, max_tokens: int, session_key: str) -> None:
+    """Fill each row's vector, reusing the stored vector wherever the model's input is unchanged."""
+    stored = store.rows(derived_scope(session_key), columns=["text", "vector"])
+    known = dict(zip(
+        embedder.fingerprints([str(r["text"]) for r in stored], max_tokens),
+        (np.asarray(r["vector"], dtype=np.float32) for r in stored),
+        strict=True,
+    ))
+    keys = embedder.fingerprints([r.text for r in rows], max_tokens)
+    missing = {k: r.text for k, r in zip(keys, rows, strict=True) if k not in known}
+    vectors = embedder.embed(list(missing.values()), max_tokens)
+    known.update(zip(missing, vectors, strict=True))
+    for key, r in zip(keys, rows, strict=True):
+        r.vector = known[key]
+
+
+def rebuild(
+    store: Store, embedder: Embedder, max_tokens: int, base: Row, new_messages: list[Message]
+) -> list[Row]:
+    """The session's card and step rows after `new_messages` join what is stored."""
+    messages = stored_messages(store, base.user_key, base.session_key) + new_messages
+    experience = build_experience(messages)
+    return experience_rows(experience, base, store, embedder, max_tokens, len(messages))

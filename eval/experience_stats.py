@@ -1,0 +1,164 @@
+"""Experience-card statistics over the SWE-ContextBench Lite trajectories.
+
+For every transcript in the tar: render it (``codemem.transcripts``), build its experience,
+and compare the card's edited files with the session's final patch, read independently of
+the builder from the raw events: the output of the last Bash call whose command runs
+``git diff`` and whose output holds a ``diff --git`` section. Gitlink sections (a nested
+repository's ``Subproject commit`` entry) are not file edits and are left out on both sides.
+
+As a check of the builder's own fallback, each session is also built a second time with
+its ``git diff`` calls and outputs removed, so its edited files come from the edits alone.
+
+Usage: python eval/experience_stats.py [path/to/trajectories.tar.xz]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+from codemem.experience import build_experience
+from codemem.models import Message
+from codemem.transcripts import render_claude_code_events
+
+DEFAULT_TAR = Path("/work/shared/data/swe-contextbench-lite/trajectories.tar.xz")
+_GIT_DIFF = re.compile(r"\bgit\b(?:\s+-C\s+\S+|\s+--no-pager|\s+-c\s+\S+)*\s+diff\b")
+_DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
+_SECTION = re.compile(r"^diff --git ", re.M)
+_GITLINK = re.compile(r"^[+-]Subproject commit |mode 160000$", re.M)
+
+
+def reference_patch_files(lines: list[bytes]) -> list[str] | None:
+    """Files of the last ``git diff`` output in the raw events; None if there is none."""
+    commands: dict[str, str] = {}
+    last: str | None = None
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        message = event.get("message") if isinstance(event, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and block.get("name") == "Bash":
+                commands[block.get("id", "")] = str(block.get("input", {}).get("command", ""))
+            elif block.get("type") == "tool_result":
+                command = commands.get(block.get("tool_use_id", ""), "")
+                body = block.get("content")
+                text = body if isinstance(body, str) else json.dumps(body)
+                if _GIT_DIFF.search(command) and "diff --git" in text:
+                    last = text
+    if last is None:
+        return None
+    starts = [m.start() for m in _SECTION.finditer(last)]
+    sections = [
+        last[s : (starts[i + 1] if i + 1 < len(starts) else len(last))]
+        for i, s in enumerate(starts)
+    ]
+    files: list[str] = []
+    for section in sections:
+        m = _DIFF_FILE.search(section)
+        if m and not _GITLINK.search(section) and m.group(2) not in files:
+            files.append(m.group(2))
+    return files
+
+
+def _without_git_diff(messages: list[Message]) -> list[Message]:
+    """The session as if the agent had never run ``git diff``: those calls and results go."""
+    out: list[Message] = []
+    dropping = False
+    for message in messages:
+        text = message.text
+        if text.startswith("Tool call Bash ") and _GIT_DIFF.search(text):
+            dropping = True
+            continue
+        if dropping and text.startswith("Tool result (Bash"):
+            dropping = False
+            continue
+        out.append(message)
+    return out
+
+
+def _pct(values: list[int], q: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
+def main(tar_path: Path) -> None:
+    sizes: list[int] = []
+    steps: list[int] = []
+    messages_total = 0
+    with_patch = matched = 0
+    fallback_matched = 0
+    mismatches: list[str] = []
+    fallback_mismatches: list[str] = []
+    build_seconds = 0.0
+    started = time.perf_counter()
+    with tarfile.open(tar_path, mode="r|*") as archive:
+        for member in archive:
+            handle = archive.extractfile(member) if member.isfile() else None
+            if handle is None or not member.name.endswith(".jsonl"):
+                continue
+            lines = handle.read().splitlines()
+            transcript = render_claude_code_events(lines)
+            reference = reference_patch_files(lines)
+            t0 = time.perf_counter()
+            experience = build_experience(transcript.messages)
+            build_seconds += time.perf_counter() - t0
+            messages_total += len(transcript.messages)
+            sizes.append(len(experience.card.text))
+            steps.append(len(experience.steps))
+            if reference is None:
+                continue
+            with_patch += 1
+            if sorted(experience.card.edited_files) == sorted(reference):
+                matched += 1
+            else:
+                mismatches.append(
+                    f"{member.name}: card {experience.card.edited_files} patch {reference}"
+                )
+            fallback = build_experience(_without_git_diff(transcript.messages))
+            if sorted(fallback.card.edited_files) == sorted(reference):
+                fallback_matched += 1
+            else:
+                fallback_mismatches.append(
+                    f"{member.name}: edits {fallback.card.edited_files} patch {reference}"
+                )
+    total = time.perf_counter() - started
+    n = len(sizes)
+    print(f"sessions: {n}, messages: {messages_total}")
+    print(
+        f"card chars: min {min(sizes)} p50 {_pct(sizes, 0.5)} p95 {_pct(sizes, 0.95)} max {max(sizes)}"
+    )
+    print(
+        f"steps per session: min {min(steps)} p50 {_pct(steps, 0.5)} p95 {_pct(steps, 0.95)} "
+        f"max {max(steps)} mean {statistics.mean(steps):.1f}"
+    )
+    print(
+        f"sessions with a final git diff: {with_patch}/{n}; without: {n - with_patch} (not compared)"
+    )
+    print(
+        f"edited files == final patch files: {matched}/{with_patch} ({matched / max(with_patch, 1):.1%})"
+    )
+    print(
+        f"  same, git diff removed (edits + scratch rules only): {fallback_matched}/{with_patch} "
+        f"({fallback_matched / max(with_patch, 1):.1%})"
+    )
+    print(f"build_experience time, all sessions: {build_seconds:.1f} s; whole run {total:.1f} s")
+    for line in mismatches[:20]:
+        print("  MISMATCH", line)
+    for line in fallback_mismatches[:40]:
+        print("  FALLBACK", line)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_TAR)

@@ -1,0 +1,200 @@
+"""Write amplification: Search latency over a table of many small commits, before and after
+compaction, and with the background compactor on (default settings).
+
+    python -m eval.fragments                      # 2,000 Adds per run, 100 Searches per state
+    python -m eval.fragments --adds 500 --searches 50
+
+Three states of one user's memory, each filled by `--adds` small sequential Adds (1-2 short
+messages of real transcripts each, a new session every 20 Adds):
+
+  A. uncompacted: server with the compactor off (CODEMEM_COMPACT_INTERVAL_S=0): one fragment
+     (or more) per Add;
+  B. freshly compacted: A's server stopped, its table compacted offline (`Store.optimize`,
+     as the compactor does), then served again (compactor still off, so nothing moves);
+  C. default settings: a fresh server with the compactor on during the Adds, measured right
+     after the last Add.
+
+Each state: `--searches` sequential Searches (related tasks' problem statements, top_k 100)
+after 3 untimed ones, end to end over HTTP, plus the server's CPU time per Search. The
+target: C / B <= 1.5 (p95, and p50 for reference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("LANCE_LOG", "error")
+
+import httpx  # noqa: E402
+
+from eval._server import proc_cpu_s, running_server, use_source  # noqa: E402
+from eval.latency import (  # noqa: E402
+    RESULTS,
+    conditions,
+    fmt,
+    load_queries,
+    load_sessions,
+    run_searches,
+    summary_ms,
+    table_stats,
+)
+
+USER = "bench-fragments"
+
+
+def small_adds(n: int, tag: str, per_session: int = 20, max_chars: int = 200) -> list[dict[str, object]]:
+    """`n` Add bodies of 1 or 2 short messages (real transcript text, cut to `max_chars`)."""
+    pool = [m for _, msgs in load_sessions() for m in msgs]
+    bodies, k = [], 0
+    for i in range(n):
+        take = 1 + i % 2
+        msgs = []
+        for _ in range(take):
+            m = pool[k % len(pool)]
+            k += 1
+            msgs.append({"role": m["role"], "content": str(m["content"])[:max_chars], "timestamp": m["timestamp"]})
+        bodies.append({"request_id": f"{tag}-{i}", "user_id": USER, "session_id": f"{tag}-s{i // per_session}",
+                       "messages": msgs})
+    return bodies
+
+
+def send_sequential(url: str, bodies: list[dict[str, object]], label: str) -> dict[str, object]:
+    lat, errors = [], []
+    t0 = time.perf_counter()
+    with httpx.Client(timeout=300, trust_env=False) as client:
+        for i, body in enumerate(bodies):
+            a = time.perf_counter()
+            try:
+                r = client.post(url + "/add", json=body)
+                if r.status_code != 200:
+                    errors.append(f"HTTP {r.status_code}: {r.text[:200]}")
+            except httpx.HTTPError as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+            lat.append(time.perf_counter() - a)
+            if len(errors) > 20:
+                raise RuntimeError(f"too many Add errors, first: {errors[0]}")
+            if (i + 1) % 250 == 0:
+                print(f"  [{label}] {i + 1}/{len(bodies)} Adds, {time.perf_counter() - t0:.0f} s", flush=True)
+    wall = time.perf_counter() - t0
+    q = max(1, len(lat) // 10)
+    return {"n": len(bodies), "wall_s": wall, "latency_ms": summary_ms(lat),
+            "first_10pct_ms": summary_ms(lat[:q]), "last_10pct_ms": summary_ms(lat[-q:]),
+            "errors": errors[:5], "n_errors": len(errors)}
+
+
+def measure(srv, queries: list[str], searches: int) -> dict[str, object]:
+    before = table_stats(srv.data_dir)
+    cpu0 = proc_cpu_s(srv.pid)
+    res = run_searches(srv.url, USER, queries, searches)
+    cpu1 = proc_cpu_s(srv.pid)
+    res.pop("raw_ms", None)
+    res["server_cpu_ms_per_search"] = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) * 1000 / (searches + 3)
+    res["stats_before"] = before
+    res["stats_after"] = table_stats(srv.data_dir)
+    res["loadavg"] = os.getloadavg()
+    return res
+
+
+def offline_compact(data_dir: str) -> dict[str, object]:
+    """What the compactor does (`Store.optimize`), on the stopped server's data dir."""
+    from codemem.embedding import MINILM_DIM, MINILM_NAME
+    from codemem.store.lance import Store
+    from codemem.store.maintenance import KEEP_VERSIONS_FOR
+
+    store = Store(data_dir, MINILM_NAME, MINILM_DIM)
+    t0 = time.perf_counter()
+    store.optimize(KEEP_VERSIONS_FOR)
+    return {"optimize_s": time.perf_counter() - t0, "stats": table_stats(data_dir)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval.fragments", description=__doc__.split("\n\n")[0])
+    p.add_argument("--adds", type=int, default=2000)
+    p.add_argument("--searches", type=int, default=100)
+    p.add_argument("--source", default=None, help="run the project from this snapshot directory instead of the checkout")
+    p.add_argument("--out", default=str(RESULTS / "fragments.json"))
+    args = p.parse_args(argv)
+    use_source(args.source)
+    queries = load_queries()
+    tag = f"frag{int(time.time())}"
+    bodies = small_adds(args.adds, tag)
+    print(f"{args.adds} Adds of 1-2 short messages ({sum(len(b['messages']) for b in bodies)} messages), "
+          f"{args.searches} Searches per state", flush=True)
+    result: dict[str, object] = {"conditions": conditions({}, args.source), "params": vars(args)}
+    off = {"CODEMEM_COMPACT_INTERVAL_S": "0"}
+    dir_a = tempfile.mkdtemp(prefix="codemem-frag-a-")
+    try:
+        print("A: compactor off ...", flush=True)
+        with running_server(data_dir=dir_a, env=off, source=args.source) as srv:
+            result["A_adds"] = send_sequential(srv.url, bodies, "A")
+            result["A_uncompacted"] = measure(srv, queries, args.searches)
+        print(f"  A: {result['A_uncompacted']['stats_before']}", flush=True)
+        print("B: offline compaction, then served again (compactor off) ...", flush=True)
+        result["B_compaction"] = offline_compact(dir_a)
+        print(f"  optimize {result['B_compaction']['optimize_s']:.1f} s -> {result['B_compaction']['stats']}", flush=True)
+        with running_server(data_dir=dir_a, env=off, source=args.source) as srv:
+            result["B_compacted"] = measure(srv, queries, args.searches)
+    finally:
+        shutil.rmtree(dir_a, ignore_errors=True)
+
+    dir_c = tempfile.mkdtemp(prefix="codemem-frag-c-")
+    try:
+        print("C: default settings (compactor on during the Adds) ...", flush=True)
+        bodies_c = small_adds(args.adds, tag + "c")
+        with running_server(data_dir=dir_c, env={}, source=args.source) as srv:
+            result["C_adds"] = send_sequential(srv.url, bodies_c, "C")
+            result["C_default"] = measure(srv, queries, args.searches)
+    finally:
+        shutil.rmtree(dir_c, ignore_errors=True)
+
+    a, b, c = (result[k]["latency_ms"] for k in ("A_uncompacted", "B_compacted", "C_default"))  # type: ignore[index]
+    result["ratio_C_over_B"] = {"p50": c["p50"] / b["p50"], "p95": c["p95"] / b["p95"]}
+    result["ratio_A_over_B"] = {"p50": a["p50"] / b["p50"], "p95": a["p95"] / b["p95"]}
+    result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+
+    lines = [
+        f"{'state':<34} | {'frags':>5} | {'unidx':>5} | {'rows':>5} | {'p50':>6} | {'p95':>6} | {'p99':>6} | {'srv CPU':>7}",
+        "-" * 96,
+    ]
+    for label, key in (("A uncompacted (compactor off)", "A_uncompacted"), ("B freshly compacted", "B_compacted"),
+                       ("C default settings, after last Add", "C_default")):
+        r = result[key]
+        s, st = r["latency_ms"], r["stats_before"]  # type: ignore[index]
+        cpu = r["server_cpu_ms_per_search"]  # type: ignore[index]
+        lines.append(f"{label:<34} | {st['fragments']:>5} | {st['unindexed_rows']:>5} | {st['rows']:>5} | "
+                     f"{fmt(s['p50']):>6} | {fmt(s['p95']):>6} | {fmt(s['p99']):>6} | {fmt(cpu):>7}")
+    rc, ra = result["ratio_C_over_B"], result["ratio_A_over_B"]
+    lines += [
+        "(Search ms end to end, top_k 100; srv CPU = server CPU ms per Search; frags/unidx/rows at the start of the searches)",
+        f"ratio C/B (default vs freshly compacted): p50 {rc['p50']:.2f}x, p95 {rc['p95']:.2f}x  (target <= 1.5x)",
+        f"ratio A/B (uncompacted vs compacted):     p50 {ra['p50']:.2f}x, p95 {ra['p95']:.2f}x",
+        f"Add latency (ms p50/p95): A {fmt(result['A_adds']['latency_ms']['p50'])}/{fmt(result['A_adds']['latency_ms']['p95'])}"
+        f" (first 10% p50 {fmt(result['A_adds']['first_10pct_ms']['p50'])}, last 10% p50 {fmt(result['A_adds']['last_10pct_ms']['p50'])}); "
+        f"C {fmt(result['C_adds']['latency_ms']['p50'])}/{fmt(result['C_adds']['latency_ms']['p95'])}"
+        f" (first 10% p50 {fmt(result['C_adds']['first_10pct_ms']['p50'])}, last 10% p50 {fmt(result['C_adds']['last_10pct_ms']['p50'])})",
+    ]
+    table = "\n".join(lines)
+    print()
+    print(table)
+    cond = result["conditions"]
+    out.with_suffix(".md").write_text(
+        f"# codemem fragments / compaction check ({cond['date_utc']}, {cond['cpu_count']} cores, "  # type: ignore[index]
+        f"load {cond['loadavg_at_start'][0]:.1f} -> {cond['loadavg_at_end'][0]:.1f})\n\n"  # type: ignore[index]
+        f"`python -m eval.fragments --adds {args.adds} --searches {args.searches}"
+        f"{' --source ' + args.source if args.source else ''}`\n\n```\n{table}\n```\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,526 @@
+"""Add and Search latency of the real service at growing memory sizes.
+
+    python -m eval.latency                          # full run: 1,000 then 20,000 items (~15-30 min on 2 cores)
+    python -m eval.latency --items 1000,5000        # quicker
+    python -m eval.latency --items 1000,20000 --chunk 20 --searches 200 --concurrency 4 \
+        --out eval/results/latency.json
+
+One `codemem serve` (default settings unless `--env NAME=VALUE`) and one user_id. For each
+target item count N (cumulative), 20-message chunks of real Claude Code transcripts
+(SWE-ContextBench Lite) are Added by `--concurrency` concurrent clients until N messages are
+stored; the benchmark then waits until the background compactor has folded everything in
+(no unindexed rows, one fragment; read from the table's stats from outside the server),
+and runs `--searches` sequential Searches (the related tasks' problem statements, top_k 100)
+end to end over HTTP. Query embedding alone is timed in this process with the same
+`MiniLMEmbedder` on the same queries; the rest of a Search is reported as store+HTTP. At the
+end the server is stopped and one search per query is split into its phases in-process
+(embed, FTS, vector, fusion + hit building) on the same data directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from queue import Empty, Queue
+
+os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation warnings, in this process
+
+import httpx  # noqa: E402
+import numpy as np  # noqa: E402
+
+from eval._server import proc_cpu_s, running_server, use_source  # noqa: E402
+
+DATA = Path("/work/shared/data/swe-contextbench-lite")
+TAR = DATA / "trajectories.tar.xz"
+RELATED = DATA / "related_tasks.jsonl"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+# -- data -------------------------------------------------------------------------------------
+
+def load_sessions(tar_path: Path = TAR) -> list[tuple[str, list[dict[str, object]]]]:
+    """[(session name, [{"role","content","timestamp"}])] from the real transcripts."""
+    try:
+        from codemem.transcripts import iter_transcripts_from_tar
+    except ImportError:
+        iter_transcripts_from_tar = None
+    sessions: list[tuple[str, list[dict[str, object]]]] = []
+    if iter_transcripts_from_tar is not None:
+        for name, tr in iter_transcripts_from_tar(tar_path):
+            msgs = [{"role": m.role, "content": m.text, "timestamp": m.timestamp} for m in tr.messages if m.text.strip()]
+            if msgs:
+                sessions.append((Path(name).stem, msgs))
+        return sessions
+    return _load_sessions_raw(tar_path)
+
+
+def _load_sessions_raw(tar_path: Path) -> list[tuple[str, list[dict[str, object]]]]:
+    """Fallback rendering when codemem.transcripts is not there: text/tool_use/tool_result."""
+    sessions = []
+    with tarfile.open(tar_path, "r|*") as archive:
+        for member in archive:
+            if not member.isfile() or not member.name.endswith(".jsonl"):
+                continue
+            fh = archive.extractfile(member)
+            if fh is None:
+                continue
+            msgs = []
+            for line in fh:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(ev, dict) or ev.get("type") not in ("user", "assistant") or ev.get("isSidechain"):
+                    continue
+                msg = ev.get("message") or {}
+                content = msg.get("content") if isinstance(msg, dict) else None
+                parts = []
+                if isinstance(content, str):
+                    parts.append(content)
+                elif isinstance(content, list):
+                    for b in content:
+                        if not isinstance(b, dict):
+                            continue
+                        if b.get("type") == "text":
+                            parts.append(str(b.get("text", "")))
+                        elif b.get("type") == "tool_use":
+                            parts.append(f"Tool call {b.get('name')} {json.dumps(b.get('input', {}))}")
+                        elif b.get("type") == "tool_result":
+                            c = b.get("content")
+                            if isinstance(c, list):
+                                c = "\n".join(str(x.get("text", "")) for x in c if isinstance(x, dict))
+                            parts.append(f"Tool result:\n{c}")
+                text = "\n\n".join(p for p in parts if p)
+                if text.strip():
+                    msgs.append({"role": "user" if ev["type"] == "user" else "assistant", "content": text,
+                                 "timestamp": None})
+            if msgs:
+                sessions.append((Path(member.name).stem, msgs))
+    return sessions
+
+
+def load_queries(path: Path = RELATED) -> list[str]:
+    with open(path) as f:
+        return [json.loads(line)["problem_statement"] for line in f if line.strip()]
+
+
+def chunks(sessions: list[tuple[str, list[dict[str, object]]]], size: int, tag: str) -> Iterator[tuple[str, str, list[dict]]]:
+    """Endless (request_id, session_id, messages) of exactly `size` messages each: every
+    session cut into full chunks (a session's short tail is left out); cycles through the
+    sessions again (new session/request ids) when more are needed."""
+    for cycle in itertools.count():
+        for name, msgs in sessions:
+            sid = f"{name}-c{cycle}"
+            for start in range(0, len(msgs) - size + 1, size):
+                yield f"{tag}-{sid}-{start}", sid, msgs[start:start + size]
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+def pct(values: list[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None
+
+
+def summary_ms(values_s: list[float]) -> dict[str, float | int | None]:
+    ms = [v * 1000 for v in values_s]
+    return {
+        "n": len(ms),
+        "p50": pct(ms, 50), "p95": pct(ms, 95), "p99": pct(ms, 99),
+        "mean": statistics.fmean(ms) if ms else None, "min": min(ms) if ms else None, "max": max(ms) if ms else None,
+    }
+
+
+def add_all(url: str, user_id: str, work: list[tuple[str, str, list[dict]]], concurrency: int,
+            timeout_s: float = 600.0) -> tuple[list[float], float, list[str]]:
+    """Send the Adds with `concurrency` clients; returns (latencies, wall seconds, errors)."""
+    q: Queue[tuple[str, str, list[dict]]] = Queue()
+    for item in work:
+        q.put(item)
+    lat: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def worker() -> None:
+        with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+            while not stop.is_set():
+                try:
+                    rid, sid, msgs = q.get_nowait()
+                except Empty:
+                    return
+                body = {"request_id": rid, "user_id": user_id, "session_id": sid, "messages": msgs}
+                t0 = time.perf_counter()
+                try:
+                    r = client.post(url + "/add", json=body)
+                    ok = r.status_code == 200 and r.json().get("success") is True
+                    err = None if ok else f"HTTP {r.status_code}: {r.text[:200]}"
+                except httpx.HTTPError as exc:
+                    err = f"{type(exc).__name__}: {exc}"
+                dt = time.perf_counter() - t0
+                with lock:
+                    if err is None:
+                        lat.append(dt)
+                    else:
+                        errors.append(err)
+                        if len(errors) > 20:
+                            stop.set()
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return lat, time.perf_counter() - t0, errors
+
+
+def run_searches(url: str, user_id: str, queries: list[str], n: int, top_k: int = 100, warmup: int = 3,
+                 timeout_s: float = 120.0) -> dict[str, object]:
+    """`n` sequential Searches (cycling through `queries`), after `warmup` untimed ones."""
+    lat: list[float] = []
+    warm: list[float] = []
+    sizes: list[int] = []
+    hits: list[int] = []
+    errors: list[str] = []
+    with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+        for i in range(warmup + n):
+            q = queries[i % len(queries)] if i >= warmup else queries[-1 - i % len(queries)]
+            t0 = time.perf_counter()
+            r = client.post(url + "/search", json={"query": q, "user_id": user_id, "top_k": top_k})
+            body = r.content
+            dt = time.perf_counter() - t0
+            if r.status_code != 200:
+                errors.append(f"HTTP {r.status_code}: {body[:200]!r}")
+                continue
+            if i < warmup:
+                warm.append(dt)
+                continue
+            lat.append(dt)
+            sizes.append(len(body))
+            hits.append(len(json.loads(body)["data"]))
+    return {"latency_ms": summary_ms(lat), "warmup_ms": [w * 1000 for w in warm], "errors": errors,
+            "response_bytes_p50": pct(sizes, 50), "hits_p50": pct(hits, 50), "raw_ms": [x * 1000 for x in lat]}
+
+
+def health_rtt(url: str, n: int = 50) -> dict[str, object]:
+    lat = []
+    with httpx.Client(timeout=10, trust_env=False) as client:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            client.get(url + "/health")
+            lat.append(time.perf_counter() - t0)
+    return summary_ms(lat)
+
+
+def table_stats(data_dir: str) -> dict[str, int]:
+    """Rows / fragments / unindexed rows (worst over the FTS/scalar indexes) / version of the
+    items table, read from outside the server (read-only; Lance readers never block writers)."""
+    import lancedb
+
+    t = lancedb.connect(data_dir).open_table("items")
+    s = t.stats()
+    frag = s.get("fragment_stats", {})
+    unindexed = 0
+    try:
+        for idx in t.list_indices():
+            st = t.index_stats(idx.name)
+            if st is not None:
+                unindexed = max(unindexed, int(st.num_unindexed_rows))
+    except Exception:  # noqa: BLE001
+        unindexed = -1
+    return {"rows": int(s.get("num_rows", 0)), "fragments": int(frag.get("num_fragments", 0)),
+            "small_fragments": int(frag.get("num_small_fragments", 0)), "unindexed_rows": unindexed,
+            "version": int(t.version)}
+
+
+def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, object]:
+    """Wait until the server's compactor has run after the last Add: the table version moved
+    past the one the Adds left (only the compactor writes now), every row is indexed, and the
+    version has stayed put for `settle_polls` polls (an optimize makes several commits).
+    Lance keeps an indexed fragment apart from not-yet-indexed ones when it compacts, so a
+    freshly compacted table can hold 2 fragments, not 1."""
+    t0 = time.monotonic()
+    first = table_stats(data_dir)
+    st: dict[str, int] = first
+    stable, last_version = 0, first["version"]
+    while time.monotonic() - t0 < timeout_s:
+        time.sleep(poll_s)
+        try:
+            st = table_stats(data_dir)
+        except Exception as exc:  # noqa: BLE001 - mid-commit: look again
+            st = {"error": type(exc).__name__}  # type: ignore[dict-item]
+            continue
+        stable = stable + 1 if st["version"] == last_version else 0
+        last_version = st["version"]
+        if st["version"] > first["version"] and st["unindexed_rows"] == 0 and stable >= settle_polls:
+            return {"compacted": True, "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
+    return {"compacted": False, "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
+
+
+class QueryEmbedTimer:
+    """Query embedding alone, in this process, with the service's own embedder."""
+
+    def __init__(self) -> None:
+        from codemem.embedding import MiniLMEmbedder
+
+        self.embedder = MiniLMEmbedder()
+        self.embedder.load()
+        self.embedder.embed(["warm up"], 128)
+
+    def time(self, queries: list[str], n: int, max_tokens: int = 128) -> dict[str, object]:
+        lat = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            self.embedder.embed([queries[i % len(queries)]], max_tokens)
+            lat.append(time.perf_counter() - t0)
+        return summary_ms(lat)
+
+
+def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedder, top_k: int = 100) -> dict[str, object]:
+    """With the server stopped: one Search per query through the core (`codemem.memory.Memory`)
+    on the same data directory, in this process, with the store's and the embedder's methods
+    wrapped in timers (whatever Search calls); "other" = the rest (fusion, hit building)."""
+    from codemem.config import Settings
+    from codemem.memory import Memory
+    from codemem.models import SearchRequest
+
+    mem = Memory(Settings.from_env({}, data_dir=data_dir, compact_interval_s=0), embedder=embedder)
+    calls: dict[str, list[float]] = {}
+    current: dict[str, float] = {}
+    depth = [0]
+
+    def wrap(obj: object, name: str, label: str) -> None:
+        fn = getattr(obj, name)
+
+        def timed(*a, **kw):  # type: ignore[no-untyped-def]
+            depth[0] += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:  # only the outermost wrapped call counts (by_ids -> rows)
+                    current[label] = current.get(label, 0.0) + time.perf_counter() - t0
+
+        setattr(obj, name, timed)
+
+    for name in dir(type(mem.store)):
+        if not name.startswith("_") and callable(getattr(mem.store, name)) and name not in ("stats", "optimize"):
+            wrap(mem.store, name, f"store.{name}")
+    wrap(mem.embedder, "embed", "embed")
+    totals: list[float] = []
+    try:
+        mem.search(SearchRequest(user_id=user_id, query=queries[0], top_k=top_k))  # warm
+        for q in queries:
+            current.clear()
+            t0 = time.perf_counter()
+            mem.search(SearchRequest(user_id=user_id, query=q, top_k=top_k))
+            total = time.perf_counter() - t0
+            totals.append(total)
+            current["other"] = total - sum(current.values())
+            for k in set(calls) | set(current):
+                calls.setdefault(k, []).append(current.get(k, 0.0))
+    finally:
+        mem.close()
+    out: dict[str, object] = {k: summary_ms(v) for k, v in sorted(calls.items())}
+    out["total"] = summary_ms(totals)
+    return out | {"stats": table_stats(data_dir)}
+
+
+# -- reporting --------------------------------------------------------------------------------
+
+def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[str, object]:
+    def ver(mod: str) -> str | None:
+        try:
+            from importlib.metadata import version
+            return version(mod)
+        except Exception:  # noqa: BLE001
+            return None
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                timeout=5, cwd=Path(__file__).resolve().parent.parent).stdout.strip()
+    except Exception:  # noqa: BLE001
+        commit = None
+    root = Path(source).resolve() if source else Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for f in sorted(list(root.glob("codemem/**/*.py")) + list(root.glob("api/**/*.py")) + list(root.glob("parsers/**/*.py"))):
+        digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return {
+        "source": str(root), "source_sha256_16": digest.hexdigest()[:16],
+        "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
+        "platform": platform.platform(), "python": platform.python_version(),
+        "lancedb": ver("lancedb"), "pylance": ver("pylance"), "torch": ver("torch"),
+        "sentence_transformers": ver("sentence-transformers"), "git_head": commit,
+        "server_env": settings_env or "defaults (no CODEMEM_* set)",
+        "note": "the working tree may hold uncommitted edits by others; other jobs share the 2 cores",
+    }
+
+
+def fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
+def markdown(result: dict) -> str:
+    lines = [
+        f"# codemem latency ({result['conditions']['date_utc']}, {result['conditions']['cpu_count']} cores)",
+        "",
+        f"Adds: {result['params']['chunk']}-message chunks, {result['params']['concurrency']} concurrent clients; "
+        f"Searches: {result['params']['searches']} sequential, top_k 100, queries = related tasks' problem statements. "
+        f"Server settings: {result['conditions']['server_env']}.",
+        "",
+        "| items (messages) | table rows | Add p50 ms | Add p95 ms | Add msg/s | Search p50 ms | Search p95 ms | Search p99 ms | query embed p50 / p95 ms | store+HTTP p50 ms (by difference) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for cp in result["checkpoints"]:
+        a, s, e = cp["add"]["latency_ms"], cp["search"]["latency_ms"], cp["query_embed_ms"]
+        rest = None if s["p50"] is None or e["p50"] is None else s["p50"] - e["p50"]
+        lines.append(
+            f"| {cp['items']:,} | {cp.get('table_rows') or '-'} | {fmt(a['p50'])} | {fmt(a['p95'])} | {cp['add']['messages_per_s']:.1f} | "
+            f"{fmt(s['p50'])} | {fmt(s['p95'])} | {fmt(s['p99'])} | {fmt(e['p50'])} / {fmt(e['p95'])} | {fmt(rest)} |"
+        )
+    bd = result.get("breakdown")
+    if bd and "error" not in bd:
+        lines += ["", f"In-process split of one Search per query at {result['checkpoints'][-1]['items']:,} items "
+                  "(server stopped, same data dir):", "",
+                  "| phase | p50 ms | p95 ms | mean ms |", "|---|---:|---:|---:|"]
+        for k, v in bd.items():
+            if k != "stats":
+                lines.append(f"| {k} | {v['p50']:.1f} | {v['p95']:.1f} | {v['mean']:.1f} |")
+    lines += ["", f"HTTP floor (GET /health RTT p50): {result['checkpoints'][-1]['health_rtt_ms']['p50']:.1f} ms", ""]
+    return "\n".join(lines)
+
+
+def print_table(result: dict) -> None:
+    print()
+    print(f"{'items':>8} | {'Add p50':>8} | {'Add p95':>8} | {'Srch p50':>8} | {'Srch p95':>8} | {'Srch p99':>8} | "
+          f"{'emb p50':>7} | {'rest p50':>8} | {'Add msg/s':>9}")
+    print("-" * 96)
+    for cp in result["checkpoints"]:
+        a, s, e = cp["add"]["latency_ms"], cp["search"]["latency_ms"], cp["query_embed_ms"]
+        print(f"{cp['items']:>8,} | {fmt(a['p50']):>8} | {fmt(a['p95']):>8} | {fmt(s['p50']):>8} | {fmt(s['p95']):>8} | "
+              f"{fmt(s['p99']):>8} | {fmt(e['p50']):>7} | {fmt(s['p50'] - e['p50']):>8} | {cp['add']['messages_per_s']:>9.1f}")
+    print("(ms; Add = one chunk end to end; 'emb' = query embedding alone in the bench process; "
+          "'rest' = Search p50 - emb p50 = store + HTTP)")
+
+
+# -- main -------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval.latency", description=__doc__.split("\n\n")[0])
+    p.add_argument("--items", default="1000,20000", help="cumulative item counts to measure at")
+    p.add_argument("--chunk", type=int, default=20, help="messages per Add")
+    p.add_argument("--searches", type=int, default=200)
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="server setting, e.g. CODEMEM_COMPACT_INTERVAL_S=5")
+    p.add_argument("--compact-timeout", type=float, default=300.0, help="max seconds to wait for the compactor per checkpoint")
+    p.add_argument("--no-breakdown", action="store_true", help="skip the in-process phase split at the end")
+    p.add_argument("--source", default=None, help="run the project from this snapshot directory instead of the checkout")
+    p.add_argument("--out", default=str(RESULTS / "latency.json"))
+    args = p.parse_args(argv)
+    use_source(args.source)
+    targets = sorted({int(x) for x in args.items.split(",") if x.strip()})
+    env = dict(kv.split("=", 1) for kv in args.env)
+    user_id = "bench-latency"
+
+    t_load = time.perf_counter()
+    sessions = load_sessions()
+    queries = load_queries()
+    print(f"loaded {len(sessions)} sessions, {sum(len(m) for _, m in sessions):,} messages, {len(queries)} queries "
+          f"in {time.perf_counter() - t_load:.1f} s", flush=True)
+    embed_timer = QueryEmbedTimer()
+    result: dict[str, object] = {
+        "conditions": conditions(env, args.source),
+        "params": {"items": targets, "chunk": args.chunk, "searches": args.searches, "concurrency": args.concurrency,
+                   "top_k": 100, "user_id": user_id},
+        "checkpoints": [],
+    }
+    gen = chunks(sessions, args.chunk, tag=f"lat{int(time.time())}")
+    data_dir = tempfile.mkdtemp(prefix="codemem-latency-")
+    t_all = time.perf_counter()
+    try:
+        with running_server(data_dir=data_dir, env=env, source=args.source) as srv:
+            print(f"server {srv.url} (pid {srv.pid}, data {srv.data_dir}, log {srv.log_path})", flush=True)
+            stored = 0
+            for target in targets:
+                work = []
+                while stored < target:
+                    rid, sid, msgs = next(gen)
+                    msgs = msgs[: target - stored]
+                    work.append((rid, sid, msgs))
+                    stored += len(msgs)
+                n_msgs = sum(len(m) for _, _, m in work)
+                print(f"[{target:,}] adding {len(work)} chunks / {n_msgs:,} messages with {args.concurrency} clients ...", flush=True)
+                lat, wall, errors = add_all(srv.url, user_id, work, args.concurrency)
+                if errors:
+                    print(f"  {len(errors)} Add errors, first: {errors[0]}", flush=True)
+                print(f"  done in {wall:.0f} s ({n_msgs / wall:.1f} msg/s); waiting for the compactor ...", flush=True)
+                cstate = wait_compacted(srv.data_dir, args.compact_timeout)
+                print(f"  compaction: {cstate}", flush=True)
+                cpu0 = proc_cpu_s(srv.pid)
+                search = run_searches(srv.url, user_id, queries, args.searches)
+                cpu1 = proc_cpu_s(srv.pid)
+                search["server_cpu_ms_per_search"] = (
+                    None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) * 1000 / (args.searches + 3))
+                stats_after = table_stats(srv.data_dir)
+                emb = embed_timer.time(queries, args.searches)
+                rtt = health_rtt(srv.url)
+                cp = {
+                    "items": stored, "table_rows": cstate["stats"].get("rows"),
+                    "add": {"chunks": len(work), "messages": n_msgs, "wall_s": wall, "messages_per_s": n_msgs / wall,
+                            "latency_ms": summary_ms(lat), "errors": errors[:5], "n_errors": len(errors)},
+                    "compaction": cstate, "stats_after_search": stats_after,
+                    "search": search, "query_embed_ms": emb, "health_rtt_ms": rtt,
+                    "loadavg": os.getloadavg(),
+                }
+                result["checkpoints"].append(cp)  # type: ignore[union-attr]
+                s = search["latency_ms"]
+                print(f"  Search p50 {fmt(s['p50'])} p95 {fmt(s['p95'])} p99 {fmt(s['p99'])} ms; "
+                      f"query embed p50 {fmt(emb['p50'])} ms; health RTT p50 {rtt['p50']:.1f} ms", flush=True)
+        if not args.no_breakdown:
+            print("in-process phase split (server stopped) ...", flush=True)
+            try:
+                result["breakdown"] = inprocess_breakdown(data_dir, queries, user_id, embed_timer.embedder)
+            except Exception as exc:  # noqa: BLE001
+                result["breakdown"] = {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    result["total_wall_s"] = time.perf_counter() - t_all
+    result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    out.with_suffix(".md").write_text(markdown(result))
+    print_table(result)
+    bd = result.get("breakdown")
+    if isinstance(bd, dict) and "error" not in bd:
+        print("\nin-process split of one Search per query (ms p50/p95/mean; summed per call site):")
+        for k, v in bd.items():
+            if k != "stats":
+                print(f"  {k:<22} {v['p50']:7.1f} {v['p95']:7.1f} {v['mean']:7.1f}")
+        print(f"  table: {bd['stats']}")
+    elif bd:
+        print(f"\nbreakdown unavailable: {bd}")
+    print(f"\nwrote {out} and {out.with_suffix('.md')} (total {result['total_wall_s'] / 60:.1f} min)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

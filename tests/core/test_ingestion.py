@@ -1,0 +1,145 @@
+"""Sessions become experiences in the store; transcripts and git history import through Add."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import git
+import pytest
+
+from codemem.cli import main
+from codemem.config import Settings
+from codemem.embedding import MiniLMEmbedder
+from codemem.ingest import ingest_git, ingest_transcripts, transcript_requests
+from codemem.memory import Memory
+from codemem.models import AddRequest, SearchRequest
+from codemem.transcripts import load_claude_code_jsonl
+from tests.conftest import SHARED_DATA
+
+TAR = SHARED_DATA / "trajectories.tar.xz"
+needs_data = pytest.mark.skipif(not TAR.exists(), reason=f"shared data not found at {TAR}")
+
+
+@pytest.fixture(scope="module")
+def transcript_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real Claude Code transcript, extracted from the shared archive to a temp dir."""
+    out = tmp_path_factory.mktemp("traj")
+    with tarfile.open(TAR) as tar:
+        member = next(m for m in tar if m.name.endswith("02288eb6.jsonl"))  # django__django-12915
+        path = out / "02288eb6.jsonl"
+        path.write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
+    return path
+
+
+def _cards(memory: Memory, user_id: str) -> list[dict]:
+    from codemem.store.schema import key_of
+
+    return memory.store.rows(f"user_key = '{key_of(user_id)}' AND kind = 'card'")
+
+
+@needs_data
+@pytest.mark.parametrize("chunk", [7, 200])
+def test_a_session_in_any_chunk_size_yields_one_card(memory: Memory, transcript_file: Path, chunk: int) -> None:
+    transcript = load_claude_code_jsonl(transcript_file)
+    for req in transcript_requests("t", transcript, "dev", chunk):
+        memory.add(req)
+    cards = _cards(memory, "dev")
+    assert len(cards) == 1
+    assert "django/contrib/staticfiles/handlers.py" in cards[0]["text"]
+    assert len(cards[0]["text"]) <= 4000
+
+
+@needs_data
+def test_card_is_the_same_whatever_the_chunking(tmp_path: Path, embedder: MiniLMEmbedder, transcript_file: Path) -> None:
+    transcript = load_claude_code_jsonl(transcript_file)
+    texts = []
+    for chunk in (5, 1000):
+        m = Memory(Settings(data_dir=str(tmp_path / f"d{chunk}"), compact_interval_s=0), embedder=embedder)
+        for req in transcript_requests("t", transcript, "dev", chunk):
+            m.add(req)
+        texts.append(_cards(m, "dev")[0]["text"])
+        m.close()
+    assert texts[0] == texts[1]
+
+
+@needs_data
+def test_search_lists_the_card_first_then_its_evidence(memory: Memory, transcript_file: Path) -> None:
+    transcript = load_claude_code_jsonl(transcript_file)
+    for req in transcript_requests("t", transcript, "dev", 40):
+        memory.add(req)
+    memory.add(AddRequest("other", "dev", "other-session", [
+        __import__("codemem.models", fromlist=["Message"]).Message("user", "Please update the sympy printing docs"),
+    ]))
+    hits = memory.search(SearchRequest(user_id="dev", query="ASGIStaticFilesHandler is missing get_response_async", top_k=10))
+    assert hits[0].metadata["kind"] == "card"
+    assert hits[0].session_id == transcript.session_id
+    assert all(h.session_id == transcript.session_id for h in hits[:3])
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+@needs_data
+def test_ingest_transcripts_twice_adds_nothing_the_second_time(memory: Memory, transcript_file: Path) -> None:
+    first = ingest_transcripts(memory, [str(transcript_file)], "dev", progress=False)
+    assert first.sources == 1 and first.added > 0 and first.unchanged == 0
+    count = memory.store.count()
+    second = ingest_transcripts(memory, [str(transcript_file)], "dev", progress=False)
+    assert second.added == 0 and second.unchanged == first.added
+    assert memory.store.count() == count
+
+
+def test_ingest_transcripts_counts_lines_that_do_not_parse(memory: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "broken.jsonl"
+    path.write_text(
+        '{"type": "user", "sessionId": "s-broken", "message": {"role": "user", "content": "Fix the flaky test in tests/test_io.py"}, "timestamp": "2025-01-01T00:00:00Z"}\n'
+        '{"type": "assistant", "message": {"role": "assist\n'
+        "not json at all\n"
+    )
+    report = ingest_transcripts(memory, [str(path)], "dev", progress=False)
+    assert report.skipped_lines == 2
+    assert report.added == 1
+
+
+def test_ingest_missing_path_is_a_clear_cli_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["ingest-transcripts", "--data-dir", str(tmp_path / "d"), "--user-id", "u", str(tmp_path / "nope.jsonl")])
+    assert code == 2
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def _repo(path: Path) -> git.Repo:
+    repo = git.Repo.init(path)
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "Dev")
+        cw.set_value("user", "email", "dev@example.com")
+    (path / "calc.py").write_text("def divide(a, b):\n    return a / b\n\n\ndef add(a, b):\n    return a + b\n")
+    repo.index.add(["calc.py"])
+    repo.index.commit("Add calculator")
+    (path / "calc.py").write_text(
+        "def divide(a, b):\n    if b == 0:\n        raise ValueError('division by zero')\n    return a / b\n\n\ndef add(a, b):\n    return a + b\n"
+    )
+    repo.index.add(["calc.py"])
+    repo.index.commit("Fix ZeroDivisionError in divide when b is 0")
+    (path / "README").write_text("docs\n")
+    repo.index.add(["README"])
+    repo.index.commit("Write the README")
+    return repo
+
+
+def test_ingest_git_makes_one_experience_per_commit_and_finds_the_fix(memory: Memory, tmp_path: Path) -> None:
+    _repo(tmp_path / "repo")
+    report = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
+    assert (report.sources, report.added) == (3, 3)
+    assert len(_cards(memory, "dev")) == 3
+    hits = memory.search(SearchRequest(user_id="dev", query="ZeroDivisionError when dividing by zero", top_k=5))
+    assert hits[0].metadata["kind"] == "card"
+    assert "Fix ZeroDivisionError" in str(hits[0].content)
+    assert "divide" in hits[0].metadata["edited_symbols"]
+    again = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
+    assert again.added == 0 and again.unchanged == 3
+
+
+def test_ingest_git_rejects_a_non_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "plain").mkdir()
+    code = main(["ingest-git", "--data-dir", str(tmp_path / "d"), "--user-id", "u", str(tmp_path / "plain")])
+    assert code == 2
+    assert "git" in capsys.readouterr().err.lower()

@@ -1,0 +1,82 @@
+"""Garbage in never raises, and what comes out stays bounded."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codemem.experience import build_experience, recognise_events
+from codemem.models import ImagePart, ImageURL, Message, TextPart
+
+GARBAGE = [
+    "",
+    "   \n\t ",
+    "\x00\x01\x02\xff binary \x00 junk \ufffd",
+    bytes(range(256)).decode("latin-1"),
+    "x" * 1_000_000,
+    'Tool call Edit {"file_path": "a.py", "old_string": ',
+    "Tool call Bash {not json at all",
+    '{"tool": "Edit", "input": {"file_path": ',
+    '{"tool_calls": [{"function": {"name": "x", "arguments": "{bad"}}]}',
+    '[{"type": "tool_use"}]',
+    "<function=str_replace_editor>\n<parameter=command>str_replace",
+    '<invoke name="x"><parameter name="p">unclosed',
+    "```\nedit 3:1\nnever ends",
+    "Tool result (Bash):\n" + "diff --git a/x b/x\n@@ -1,1 +1,1 @@\n" * 2000,
+    "*** Begin Patch\n*** Update File: \n@@\n-",
+    "[" * 5000 + "]" * 5000,
+    "Traceback (most recent call last):\n" * 3000,
+    "Tool call Edit " + json.dumps({"file_path": 7, "old_string": None, "new_string": ["x"]}),
+    "Tool call MultiEdit "
+    + json.dumps({"file_path": "a.py", "edits": [1, None, {"old_string": 2}]}),
+    "Tool call Bash " + json.dumps({"command": ["rm", "-rf", "/"]}),
+]
+
+
+@pytest.mark.parametrize("text", GARBAGE, ids=range(len(GARBAGE)))
+def test_garbage_messages_never_raise(text: str) -> None:
+    for role in ("user", "assistant"):
+        recognise_events(text, role)
+    experience = build_experience(
+        [Message(role="user", content=text), Message(role="assistant", content=text)]
+    )
+    assert len(experience.card.text) <= 4000
+    assert all(len(step.text) <= 1600 for step in experience.steps)
+
+
+def test_a_whole_session_of_garbage() -> None:
+    rng = random.Random(7)
+    messages = [
+        Message(role=rng.choice(["user", "assistant"]), content=rng.choice(GARBAGE))
+        for _ in range(60)
+    ]
+    build_experience(messages)
+
+
+def test_empty_and_non_text_content() -> None:
+    assert build_experience([]).card.task == ""
+    image = Message(role="user", content=[ImagePart(image_url=ImageURL(url="data:,"))])
+    parts = Message(role="assistant", content=[TextPart(text='Tool call Bash {"command": "ls"}')])
+    build_experience([image, parts])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["user", "assistant"]),
+            st.one_of(
+                st.text(max_size=300),
+                st.sampled_from(GARBAGE[5:13]).map(lambda s: s + "\n" + "$ ls\n"),
+            ),
+        )
+    ),
+    st.integers(min_value=0, max_value=5000),
+)
+def test_arbitrary_sessions_never_raise(turns: list[tuple[str, str]], limit: int) -> None:
+    experience = build_experience([Message(role=r, content=t) for r, t in turns], max_chars=limit)
+    assert len(experience.card.text) <= limit
