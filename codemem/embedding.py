@@ -6,6 +6,7 @@ module import: start-up paths that do not embed (the CLI's help, `purge`) stay f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from typing import TYPE_CHECKING, Protocol
@@ -41,6 +42,7 @@ _LOAD_LOCK = threading.Lock()
 # torch already uses every core for one batch; running two batches at once only thrashes.
 _RUN_LOCK = threading.Lock()
 _MODELS: dict[str, SentenceTransformer] = {}
+_BATCH = 32
 
 
 def _load_minilm() -> SentenceTransformer:
@@ -69,17 +71,33 @@ class MiniLMEmbedder:
         return _load_minilm()
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
+        """Tokenise with truncation ourselves and run the model's forward pass directly.
+
+        Unlike `encode`, this changes no state on the shared model (its max_seq_length), so
+        a one-text query never waits behind an Add's batch; batches of several texts take a
+        lock, since torch already spreads one batch over every core.
+        """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        import torch
+
         model = self.load()
         # Characters beyond ~8 per token can never reach the model: cut them before tokenising.
         clipped = [t[: max_tokens * 8] for t in texts]
-        with _RUN_LOCK:
-            model.max_seq_length = max_tokens
-            vectors = model.encode(
-                clipped, batch_size=32, normalize_embeddings=True, convert_to_numpy=True
-            )
-        return np.asarray(vectors, dtype=np.float32)
+        order = sorted(range(len(clipped)), key=lambda i: len(clipped[i]))
+        out = np.zeros((len(clipped), self.dim), dtype=np.float32)
+        with _RUN_LOCK if len(clipped) > 1 else contextlib.nullcontext():
+            for start in range(0, len(order), _BATCH):
+                idx = order[start : start + _BATCH]
+                features = model.tokenizer(
+                    [clipped[i] for i in idx], padding=True, truncation=True,
+                    max_length=max_tokens, return_tensors="pt",
+                )
+                with torch.inference_mode():
+                    emb = model(dict(features))["sentence_embedding"]
+                    emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+                out[idx] = emb.numpy()
+        return out
 
     def fingerprints(self, texts: list[str], max_tokens: int) -> list[str]:
         # Tokenising is ~100x cheaper than a forward pass; a card whose first max_tokens

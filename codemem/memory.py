@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -47,6 +48,7 @@ class Memory:
         self._inflight: dict[str, threading.Event] = {}
         self._inflight_lock = threading.Lock()
         self._session_locks: dict[str, threading.Lock] = {}
+        self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
 
     def warm_up(self) -> None:
         """Load the model now rather than on the first request."""
@@ -58,6 +60,7 @@ class Memory:
     def close(self) -> None:
         self.writer.close()
         self.compactor.stop()
+        self._pool.shutdown()
 
     # -- Add ------------------------------------------------------------------------------
 
@@ -148,12 +151,13 @@ class Memory:
             return []
         where = f"user_key = '{key_of(req.user_id)}'"
         limit = max(req.top_k, self.settings.candidates)
-        vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
-        lexical = self.store.fts(text, where, limit)
-        dense = self.store.nearest(vector, where, limit)
+        # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
+        lexical = self._pool.submit(self.store.fts, text, where, limit)
         terms = extract_text_refs(text).terms()
-        by_refs = self.store.fts(" ".join(terms), where, limit, column="refs") if terms else []
-        fused = rrf([lexical, dense, by_refs])
+        by_refs = self._pool.submit(self.store.fts, " ".join(terms), where, limit, "refs")
+        vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
+        dense = self.store.nearest(vector, where, limit)
+        fused = rrf([lexical.result(), dense, by_refs.result()])
         ranked = assemble(fused, lambda keys: self.store.by_ids([sessions.card_id(k) for k in keys]))
         own = [c for c in ranked if c.fields["user_id"] == req.user_id]
         return _bounded([_hit(c) for c in own[: req.top_k]])

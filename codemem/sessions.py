@@ -84,24 +84,31 @@ def experience_rows(
                 metadata=_ENCODER.encode(meta).decode(),
             )
         )
-    _embed(rows, store, embedder, max_tokens, base.session_key)
+    # The card's vector reads the task alone: a later task is compared with earlier tasks,
+    # and the task does not change as the session's chunks arrive, so it is embedded once.
+    _embed(rows, [card.task or card.text] + [st.text for st in experience.steps], store, embedder, max_tokens, base.session_key)
     return rows
 
 
-def _embed(rows: list[Row], store: Store, embedder: Embedder, max_tokens: int, session_key: str) -> None:
-    """Fill each row's vector, reusing the stored vector wherever the model's input is unchanged."""
-    stored = store.rows(derived_scope(session_key), columns=["text", "vector"])
-    known = dict(zip(
-        embedder.fingerprints([str(r["text"]) for r in stored], max_tokens),
-        (np.asarray(r["vector"], dtype=np.float32) for r in stored),
-        strict=True,
-    ))
-    keys = embedder.fingerprints([r.text for r in rows], max_tokens)
-    missing = {k: r.text for k, r in zip(keys, rows, strict=True) if k not in known}
+def _embed(
+    rows: list[Row], texts: list[str], store: Store, embedder: Embedder, max_tokens: int, session_key: str
+) -> None:
+    """Set each row's vector to the embedding of its text in `texts`, reusing stored vectors
+    wherever the model's input is unchanged (the fingerprint is kept in `metadata.vec`)."""
+    stored = store.rows(derived_scope(session_key), columns=["metadata", "vector"])
+    known = {
+        msgspec.json.decode(str(r["metadata"])).get("vec"): np.asarray(r["vector"], dtype=np.float32)
+        for r in stored
+    }
+    keys = embedder.fingerprints(texts, max_tokens)
+    missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
     vectors = embedder.embed(list(missing.values()), max_tokens)
     known.update(zip(missing, vectors, strict=True))
     for key, r in zip(keys, rows, strict=True):
         r.vector = known[key]
+        meta = msgspec.json.decode(r.metadata)
+        meta["vec"] = key
+        r.metadata = _ENCODER.encode(meta).decode()
 
 
 def rebuild(

@@ -15,7 +15,6 @@ result, and a sub-agent's first prompt would otherwise pass for the session's ta
 from __future__ import annotations
 
 import json
-import re
 import tarfile
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -26,7 +25,8 @@ import msgspec
 from codemem.models import Message, Role
 
 _CONVERSATION_TYPES = frozenset({"user", "assistant"})
-_SYSTEM_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\s*", re.S)
+_REMINDER_OPEN = "<system-reminder>"
+_REMINDER_CLOSE = "</system-reminder>"
 
 
 class Transcript(msgspec.Struct):
@@ -52,9 +52,19 @@ def _compact_json(value: object) -> str:
 
 
 def _strip_reminders(text: str) -> str:
-    if "<system-reminder>" not in text:
+    """Drop Claude Code's injected ``<system-reminder>`` blocks (one pass, even unclosed)."""
+    if _REMINDER_OPEN not in text:
         return text
-    return _SYSTEM_REMINDER.sub("\n", text).strip("\n").rstrip()
+    out: list[str] = []
+    pos = 0
+    while (start := text.find(_REMINDER_OPEN, pos)) >= 0:
+        end = text.find(_REMINDER_CLOSE, start)
+        if end < 0:
+            break
+        out.append(text[pos:start])
+        pos = end + len(_REMINDER_CLOSE)
+    out.append(text[pos:])
+    return "\n".join(part.strip("\n") for part in out if part.strip()).rstrip()
 
 
 def _result_text(content: object) -> str:
@@ -99,7 +109,8 @@ def _render_block(block: object, tool_names: dict[str, str]) -> str:
         tool_id = block.get("tool_use_id")
         name = tool_names.get(tool_id, "") if isinstance(tool_id, str) else ""
         label = ", ".join(x for x in (name, "error" if block.get("is_error") else "") if x)
-        return f"Tool result ({label}):\n{_result_text(block.get('content'))}"
+        head = f"Tool result ({label}):" if label else "Tool result:"
+        return f"{head}\n{_result_text(block.get('content'))}"
     if kind == "image":
         return "[image]"
     return ""

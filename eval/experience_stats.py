@@ -7,7 +7,9 @@ the builder from the raw events: the output of the last Bash call whose command 
 repository's ``Subproject commit`` entry) are not file edits and are left out on both sides.
 
 As a check of the builder's own fallback, each session is also built a second time with
-its ``git diff`` calls and outputs removed, so its edited files come from the edits alone.
+its ``git diff`` calls and outputs removed, so its edited files come from the edits and the
+scratch rules alone; misses where the patch only adds top-level scratch files the agent
+committed (``git add -A`` of its reproduction scripts) are counted apart.
 
 Usage: python eval/experience_stats.py [path/to/trajectories.tar.xz]
 """
@@ -20,9 +22,11 @@ import statistics
 import sys
 import tarfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from codemem.experience import build_experience
+from codemem.experience.paths import is_scratch_name
 from codemem.models import Message
 from codemem.transcripts import render_claude_code_events
 
@@ -93,15 +97,29 @@ def _pct(values: list[int], q: float) -> int:
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
+def _dist(values: list[int]) -> str:
+    return (
+        f"min {min(values)} p50 {_pct(values, 0.5)} p95 {_pct(values, 0.95)} "
+        f"max {max(values)} mean {statistics.mean(values):.1f}"
+    )
+
+
+def _only_committed_scratch(edits: list[str], patch: list[str]) -> bool:
+    """The patch holds the edits plus scratch files the agent committed with ``git add -A``."""
+    extra = set(patch) - set(edits)
+    return set(edits) <= set(patch) and bool(extra) and all(is_scratch_name(f) for f in extra)
+
+
 def main(tar_path: Path) -> None:
     sizes: list[int] = []
     steps: list[int] = []
-    messages_total = 0
-    with_patch = matched = 0
-    fallback_matched = 0
+    kinds: Counter[str] = Counter()
+    tests: Counter[str] = Counter()
+    with_symbols = with_root_cause = messages_total = 0
+    with_patch = matched = fallback_matched = fallback_scratch_only = 0
     mismatches: list[str] = []
-    fallback_mismatches: list[str] = []
-    build_seconds = 0.0
+    fallback_misses: list[str] = []
+    build_seconds = build_cpu = 0.0
     started = time.perf_counter()
     with tarfile.open(tar_path, mode="r|*") as archive:
         for member in archive:
@@ -111,52 +129,58 @@ def main(tar_path: Path) -> None:
             lines = handle.read().splitlines()
             transcript = render_claude_code_events(lines)
             reference = reference_patch_files(lines)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             experience = build_experience(transcript.messages)
             build_seconds += time.perf_counter() - t0
+            build_cpu += time.process_time() - c0
+            card = experience.card
             messages_total += len(transcript.messages)
-            sizes.append(len(experience.card.text))
+            sizes.append(len(card.text))
             steps.append(len(experience.steps))
+            kinds.update(step.kind for step in experience.steps)
+            tests[str(card.tests_passed)] += 1
+            with_symbols += bool(card.edited_symbols)
+            with_root_cause += bool(card.root_cause)
             if reference is None:
                 continue
             with_patch += 1
-            if sorted(experience.card.edited_files) == sorted(reference):
+            if sorted(card.edited_files) == sorted(reference):
                 matched += 1
             else:
-                mismatches.append(
-                    f"{member.name}: card {experience.card.edited_files} patch {reference}"
-                )
-            fallback = build_experience(_without_git_diff(transcript.messages))
-            if sorted(fallback.card.edited_files) == sorted(reference):
+                mismatches.append(f"{member.name}: card {card.edited_files} patch {reference}")
+            fallback = build_experience(_without_git_diff(transcript.messages)).card.edited_files
+            if sorted(fallback) == sorted(reference):
                 fallback_matched += 1
+            elif _only_committed_scratch(fallback, reference):
+                fallback_scratch_only += 1
             else:
-                fallback_mismatches.append(
-                    f"{member.name}: edits {fallback.card.edited_files} patch {reference}"
-                )
+                fallback_misses.append(f"{member.name}: edits {fallback} patch {reference}")
     total = time.perf_counter() - started
     n = len(sizes)
     print(f"sessions: {n}, messages: {messages_total}")
+    print(f"card chars: {_dist(sizes)}")
+    print(f"steps per session: {_dist(steps)}; by kind: {dict(sorted(kinds.items()))}")
     print(
-        f"card chars: min {min(sizes)} p50 {_pct(sizes, 0.5)} p95 {_pct(sizes, 0.95)} max {max(sizes)}"
+        f"cards with edited symbols: {with_symbols}/{n}; with a root cause: {with_root_cause}/{n}; "
+        f"tests_passed: {dict(sorted(tests.items()))}"
+    )
+    print(f"sessions with a final git diff: {with_patch}/{n}; without one: {n - with_patch}")
+    print(
+        f"edited files == final patch files: {matched}/{with_patch} "
+        f"({matched / max(with_patch, 1):.1%})"
     )
     print(
-        f"steps per session: min {min(steps)} p50 {_pct(steps, 0.5)} p95 {_pct(steps, 0.95)} "
-        f"max {max(steps)} mean {statistics.mean(steps):.1f}"
+        f"git diff removed (edits + scratch rules alone): equal {fallback_matched}/{with_patch} "
+        f"({fallback_matched / max(with_patch, 1):.1%}); the patch adds only scratch files "
+        f"the agent committed: {fallback_scratch_only}; other misses: {len(fallback_misses)}"
     )
     print(
-        f"sessions with a final git diff: {with_patch}/{n}; without: {n - with_patch} (not compared)"
+        f"build_experience, all sessions: {build_seconds:.1f} s wall, {build_cpu:.1f} s CPU; "
+        f"whole run (tar read, rendering, reference, fallback builds) {total:.1f} s"
     )
-    print(
-        f"edited files == final patch files: {matched}/{with_patch} ({matched / max(with_patch, 1):.1%})"
-    )
-    print(
-        f"  same, git diff removed (edits + scratch rules only): {fallback_matched}/{with_patch} "
-        f"({fallback_matched / max(with_patch, 1):.1%})"
-    )
-    print(f"build_experience time, all sessions: {build_seconds:.1f} s; whole run {total:.1f} s")
     for line in mismatches[:20]:
         print("  MISMATCH", line)
-    for line in fallback_mismatches[:40]:
+    for line in fallback_misses[:20]:
         print("  FALLBACK", line)
 
 

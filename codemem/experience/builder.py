@@ -8,6 +8,7 @@ files outside the checkout, reproduction scripts and ad-hoc tests at the top lev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import msgspec
@@ -32,36 +33,10 @@ MAX_ERRORS = 10
 MAX_READ_FILES = 30
 MAX_FINAL_DIFF = 8000
 _TRIVIAL_COMMANDS = frozenset(
-    {
-        "ls",
-        "pwd",
-        "cd",
-        "find",
-        "grep",
-        "rg",
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "echo",
-        "which",
-        "tree",
-        "file",
-        "stat",
-        "mkdir",
-        "true",
-        "sleep",
-        "clear",
-        "whoami",
-        "env",
-        "date",
-        "type",
-        "du",
-        "df",
-        "nl",
-        "less",
-    }
+    "ls pwd cd find grep rg cat head tail wc echo which tree file stat mkdir true sleep clear "
+    "whoami env date type du df nl less".split()
 )
+_WORD = re.compile(r"\S+")
 
 
 def _message_text(message: Message) -> str:
@@ -73,10 +48,12 @@ def _message_text(message: Message) -> str:
 
 
 def _trim_words(text: str, words: int) -> str:
-    parts = text.split(" ")
-    if len(parts) <= words:
-        return text.strip()
-    return " ".join(parts[:words]).rstrip() + " ..."
+    """The text up to its ``words``-th word, line breaks kept."""
+    for count, match in enumerate(_WORD.finditer(text), 1):
+        if count == words:
+            rest = text[match.end() :]
+            return text[: match.end()].strip() + (" ..." if rest.strip() else "")
+    return text.strip()
 
 
 def _command_line(command: str) -> str | None:
@@ -247,9 +224,7 @@ def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> E
         errors=errors,
         final_diff=trim_diff(final_diff, MAX_FINAL_DIFF),
     )
-    card = msgspec.structs.replace(
-        card, text=render_card(card, max_chars, last.summary if last else "")
-    )
+    card = msgspec.structs.replace(card, text=render_card(card, max_chars, last))
     return Experience(
         card=card,
         steps=build_steps(facts, edits.keep),

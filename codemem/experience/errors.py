@@ -18,6 +18,7 @@ _PYTEST_E = re.compile(rf"^E\s+(?:({_EXC})(?::\s*(.*))?|(assert .+))$", re.M)
 _FAILED_LINE = re.compile(rf"^(?:FAILED|ERROR) \S+ - ({_EXC}|assert\b)(?::\s*(.*)|(\s.*))?$", re.M)
 _PRINTED = re.compile(rf"^(?:ERROR:\s*|Error:\s*)?({_EXC}): (.+)$", re.M)
 _MAX_MESSAGE = 200
+_MAX_TRACEBACKS = 200
 _SCAN_LIMIT = 400_000  # characters of one output read for errors: head and tail
 
 
@@ -52,10 +53,14 @@ def _format(name: str, message: str | None) -> str:
 def _traceback_ends(text: str) -> list[str]:
     found: list[str] = []
     pos = 0
-    while (start := text.find(_TRACEBACK, pos)) >= 0:
+    seen = 0
+    while seen < _MAX_TRACEBACKS and (start := text.find(_TRACEBACK, pos)) >= 0:
+        seen += 1
         pos = start + len(_TRACEBACK)
+        following = text.find(_TRACEBACK, pos)
+        stop = min(pos + 20_000, following if following >= 0 else len(text))
         # The exception line is the first line after the frames that is not indented.
-        for line in text[pos : pos + 20_000].split("\n")[1:]:
+        for line in text[pos:stop].split("\n")[1:]:
             if not line or line[0] in " \t" or line.startswith("..."):
                 continue
             m = _EXC_AT_COL0.match(line.rstrip())

@@ -135,16 +135,8 @@ class FileView:
         found = self.locate(new)
         if found is None:
             return None
-        index, offset = found
-        first = index + 1
+        first = found[0] + 1
         return first, first + new.count("\n")
-
-    def matches(self, pairs: list[tuple[int, str]]) -> bool:
-        """Whether every ``(line, text)`` agrees with what the view holds there."""
-        for number, text in pairs:
-            if number < 1 or number > len(self.lines) or self.lines[number - 1] != text:
-                return False
-        return True
 
     def _anchor(self, line: int) -> int | None:
         """0-based index of the nearest top-level line at or above ``line``."""
@@ -157,15 +149,27 @@ class FileView:
                 return i
         return 0 if floor == 0 and line <= len(self.lines) else None
 
+    def _close(self, end: int) -> int:
+        """Where a window ending at line ``end`` may stop: the next top-level line or gap, so
+        the enclosing definition is parsed whole rather than cut mid-statement."""
+        limit = min(len(self.lines), end + _MAX_WINDOW)
+        for i in range(end, limit):
+            text = self.lines[i]
+            if text is None or (
+                text and not text[0].isspace() and not text.startswith(_NOT_ANCHOR)
+            ):
+                return i
+        return limit
+
     def window_source(self, spans: list[tuple[int, int]]) -> str | None:
         """Source holding the windows that enclose each 1-based ``(start, end)`` span, blanks
-        elsewhere; None when no span's enclosing window is fully known."""
+        elsewhere; None unless every span's enclosing window is known."""
         keep: list[tuple[int, int]] = []
         for start, end in spans:
             anchor = self._anchor(start)
             if anchor is None:
-                continue
-            keep.append((anchor, min(end, len(self.lines))))
+                return None  # a source missing a span's scope would resolve it wrongly
+            keep.append((anchor, self._close(end)))
         if not keep:
             return None
         last = max(end for _, end in keep)

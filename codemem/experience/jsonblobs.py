@@ -36,6 +36,7 @@ _NAME_KEYS = ("tool", "tool_name", "name", "function", "action", "recipient_name
 _ARG_KEYS = ("input", "arguments", "args", "parameters", "tool_input", "action_input", "params")
 _RESULT_TEXT_KEYS = ("content", "output", "result", "observation", "text")
 _MAX_DEPTH = 6
+_MAX_ITEMS = 2000  # blocks of one message looked at
 
 
 def _as_text(value: Any) -> str:
@@ -139,7 +140,7 @@ def _from_dict(d: dict[str, Any], depth: int) -> list[Event] | None:
 def _from_list(items: list[Any], depth: int) -> list[Event] | None:
     events: list[Event] = []
     recognised = False
-    for item in items:
+    for item in items[:_MAX_ITEMS]:
         if isinstance(item, dict):
             mapped = _from_dict(item, depth)
             if mapped is not None:

@@ -39,6 +39,8 @@ _MARKER = re.compile(
     rf")",
     re.M,
 )
+_MAX_JSON_MISSES = 32  # then JSON-looking lines are taken as plain text
+_MAX_EVENTS = 2000  # per message; past it the rest stays in the last segment
 _STRONG = frozenset({"call", "bcall", "result", "xresult"})
 _ARG_HEADER = re.compile(
     r"[ \t]*(?:Input|Arguments|Args|Parameters|Action Input|Tool input)\s*:[ \t]*"
@@ -119,7 +121,8 @@ def marker_events(text: str) -> list[Event] | None:
     result_error = False
     found = False
     pos = 0
-    while (match := _MARKER.search(text, pos)) is not None:
+    json_misses = 0  # JSON-looking lines that were not tool traffic
+    while len(events) < _MAX_EVENTS and (match := _MARKER.search(text, pos)) is not None:
         kind = _kind(match)
         pos = match.end()
         if open_kind == "result" and kind not in _STRONG:
@@ -133,9 +136,12 @@ def marker_events(text: str) -> list[Event] | None:
         mapped: list[Event] | None = None
         json_end = 0
         if kind == "json":
+            if json_misses >= _MAX_JSON_MISSES:
+                continue
             decoded = decode_json_prefix(text, match.start())
             mapped = events_from_json(decoded[0]) if decoded else None
             if mapped is None or decoded is None:
+                json_misses += 1
                 continue
             json_end = decoded[1]
         body = text[open_start : match.start()]

@@ -3,15 +3,16 @@
 ``<name>``/``<input>`` tags, results in ``<tool_result>`` / ``<function_results>`` /
 ``<tool_response>`` / mini-swe-agent ``<returncode>..<output>``, and ``<thinking>`` blocks.
 
-Every pattern is matched on its own; matches are then laid out in order and the text
-between them becomes text events.
+Each tag's openers and closers are paired in one pass (``blocks``), the blocks laid out in
+order, and the text between them becomes text events.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from itertools import islice
 
+from codemem.experience.blocks import paired_blocks
 from codemem.experience.events import (
     Event,
     ReasoningEvent,
@@ -23,24 +24,18 @@ from codemem.experience.events import (
 )
 from codemem.experience.jsonblobs import events_from_json
 
-_OPENHANDS = re.compile(r"<function=([\w.\-]+)>(.*?)(?:</function>|\Z)", re.S)
-_OPENHANDS_PARAM = re.compile(
-    r"<parameter=([\w.\-]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S
-)
-_INVOKE = re.compile(r"<invoke\s+name=[\"']([^\"']+)[\"']\s*>(.*?)(?:</invoke>|\Z)", re.S)
-_INVOKE_PARAM = re.compile(r"<parameter\s+name=[\"']([^\"']+)[\"'][^>]*>(.*?)</parameter>", re.S)
-_WRAPPED_CALL = re.compile(r"<(tool_use|tool_call|function_call)>(.*?)</\1>", re.S)
+_OPENHANDS = re.compile(r"<function=([\w.\-]+)>")
+_OPENHANDS_PARAM = re.compile(r"<parameter=([\w.\-]+)>")
+_INVOKE = re.compile(r"<invoke\s+name=[\"']([^\"']+)[\"']\s*>")
+_INVOKE_PARAM = re.compile(r"<parameter\s+name=[\"']([^\"']+)[\"'][^>]*>")
 _INNER_NAME = re.compile(r"<(?:name|tool_name|tool)>\s*([^<]+?)\s*</(?:name|tool_name|tool)>")
-_INNER_ARGS = re.compile(r"<(input|arguments|parameters|args)>(.*?)</\1>", re.S)
-_INNER_TAG = re.compile(r"<([A-Za-z_][\w\-]*)>(.*?)</\1>", re.S)
-_RESULT = re.compile(
-    r"<(tool_result|function_results|tool_response|observation|tool_output)(\s[^>]*)?>(.*?)(?:</\1>|\Z)",
-    re.S,
-)
-_RETURNCODE = re.compile(
-    r"<returncode>\s*(-?\d+)\s*</returncode>\s*(?:<output>(.*?)(?:</output>|\Z))?", re.S
-)
-_THINKING = re.compile(r"<(thinking|think|reasoning)>(.*?)(?:</\1>|\Z)", re.S)
+_INNER_ARGS = ("input", "arguments", "parameters", "args")
+_INNER_TAG = re.compile(r"<([A-Za-z_][\w\-]*)>")
+_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>\s*")
+_WRAPPED_TAGS = ("tool_use", "tool_call", "function_call")
+_RESULT_TAGS = ("tool_result", "function_results", "tool_response", "observation", "tool_output")
+_THINKING_TAGS = ("thinking", "think", "reasoning")
+_MAX_INNER_TAGS = 50
 _ERROR_ATTR = re.compile(r"(?:is_error|error|status)\s*=\s*[\"']?(?:true|1|error)", re.I)
 _NAME_ATTR = re.compile(r"(?:name|tool|tool_name)\s*=\s*[\"']([^\"']+)[\"']")
 
@@ -69,18 +64,33 @@ def _param_value(raw: str) -> str:
     return raw[:-1] if raw.endswith("\n") else raw
 
 
-def _openhands(m: re.Match[str]) -> list[Event]:
-    args = {p.group(1): _param_value(p.group(2)) for p in _OPENHANDS_PARAM.finditer(m.group(2))}
-    return [ToolCallEvent(name=m.group(1), args=dict(args))]
+def _opener(tag: str, attributes: bool = False) -> re.Pattern[str]:
+    return re.compile(rf"<{tag}(\s[^>]*)?>" if attributes else rf"<{tag}>")
 
 
-def _invoke(m: re.Match[str]) -> list[Event]:
-    args = {p.group(1): _param_value(p.group(2)) for p in _INVOKE_PARAM.finditer(m.group(2))}
-    return [ToolCallEvent(name=m.group(1), args=dict(args))]
+_WRAPPED_OPENERS = {tag: _opener(tag) for tag in _WRAPPED_TAGS}
+_RESULT_OPENERS = {tag: _opener(tag, attributes=True) for tag in _RESULT_TAGS}
+_THINKING_OPENERS = {tag: _opener(tag) for tag in _THINKING_TAGS}
 
 
-def _wrapped(m: re.Match[str]) -> list[Event]:
-    inner = m.group(2)
+def _params(body: str, opener: re.Pattern[str]) -> dict[str, str]:
+    """``<parameter ...>value</parameter>`` pairs; an unclosed one runs to the next."""
+    return {
+        str(b.groups[0]): _param_value(body[b.body_start : b.body_end])
+        for b in paired_blocks(body, opener, "</parameter>")
+    }
+
+
+def _inner_tags(body: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for m in islice(_INNER_TAG.finditer(body), _MAX_INNER_TAGS):
+        end = body.find(f"</{m.group(1)}>", m.end())
+        if end >= 0 and m.group(1) not in out:
+            out[m.group(1)] = _param_value(body[m.end() : end])
+    return out
+
+
+def _wrapped(inner: str) -> list[Event]:
     decoded = decode_json_prefix(inner)
     if decoded is not None:
         mapped = events_from_json(decoded[0])
@@ -89,25 +99,23 @@ def _wrapped(m: re.Match[str]) -> list[Event]:
     name = _INNER_NAME.search(inner)
     if name is None:
         return text_event(inner)
-    args_match = _INNER_ARGS.search(inner)
-    if args_match is not None:
-        body = args_match.group(2)
-        decoded = decode_json_prefix(body)
-        if decoded is not None:
-            return [ToolCallEvent(name=name.group(1), args=coerce_args(decoded[0]))]
-        tags = {t.group(1): _param_value(t.group(2)) for t in _INNER_TAG.finditer(body)}
-        return [
-            ToolCallEvent(
-                name=name.group(1), args=dict(tags) if tags else coerce_args(body.strip())
-            )
-        ]
-    return [ToolCallEvent(name=name.group(1))]
+    tags = _inner_tags(inner)
+    body = next((tags[t] for t in _INNER_ARGS if t in tags), None)
+    if body is None:
+        return [ToolCallEvent(name=name.group(1))]
+    decoded = decode_json_prefix(body)
+    if decoded is not None:
+        return [ToolCallEvent(name=name.group(1), args=coerce_args(decoded[0]))]
+    nested = _inner_tags(body)
+    return [
+        ToolCallEvent(
+            name=name.group(1), args=dict(nested) if nested else coerce_args(body.strip())
+        )
+    ]
 
 
-def _result(m: re.Match[str]) -> list[Event]:
-    attrs = m.group(2) or ""
+def _result(attrs: str, body: str) -> list[Event]:
     name = _NAME_ATTR.search(attrs)
-    body = m.group(3)
     return [
         ToolResultEvent(
             text=_param_value(body).rstrip(),
@@ -117,33 +125,43 @@ def _result(m: re.Match[str]) -> list[Event]:
     ]
 
 
-def _returncode(m: re.Match[str]) -> list[Event]:
-    code = int(m.group(1))
-    return [ToolResultEvent(text=_param_value(m.group(2) or "").rstrip(), is_error=code != 0)]
-
-
-def _thinking(m: re.Match[str]) -> list[Event]:
-    body = m.group(2).strip()
-    return [ReasoningEvent(body)] if body else []
-
-
-_PATTERNS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], list[Event]]], ...] = (
-    (_OPENHANDS, _openhands),
-    (_INVOKE, _invoke),
-    (_WRAPPED_CALL, _wrapped),
-    (_RESULT, _result),
-    (_RETURNCODE, _returncode),
-    (_THINKING, _thinking),
-)
+def _spans(text: str) -> list[tuple[int, int, list[Event]]]:
+    spans: list[tuple[int, int, list[Event]]] = []
+    for b in paired_blocks(text, _OPENHANDS, "</function>"):
+        args = _params(text[b.body_start : b.body_end], _OPENHANDS_PARAM)
+        spans.append((b.start, b.end, [ToolCallEvent(name=str(b.groups[0]), args=dict(args))]))
+    for b in paired_blocks(text, _INVOKE, "</invoke>"):
+        args = _params(text[b.body_start : b.body_end], _INVOKE_PARAM)
+        spans.append((b.start, b.end, [ToolCallEvent(name=str(b.groups[0]), args=dict(args))]))
+    for tag, opener in _WRAPPED_OPENERS.items():
+        for b in paired_blocks(text, opener, f"</{tag}>"):
+            spans.append((b.start, b.end, _wrapped(text[b.body_start : b.body_end])))
+    for tag, opener in _RESULT_OPENERS.items():
+        for b in paired_blocks(text, opener, f"</{tag}>"):
+            body = text[b.body_start : b.body_end]
+            spans.append((b.start, b.end, _result(b.groups[0] or "", body)))
+    for m in _RETURNCODE.finditer(text):
+        end, output = m.end(), ""
+        if text.startswith("<output>", end):
+            close = text.find("</output>", end)
+            output = text[end + 8 : close if close >= 0 else len(text)]
+            end = close + 9 if close >= 0 else len(text)
+        code = int(m.group(1))
+        spans.append(
+            (m.start(), end, [ToolResultEvent(_param_value(output).rstrip(), is_error=code != 0)])
+        )
+    for tag, opener in _THINKING_OPENERS.items():
+        for b in paired_blocks(text, opener, f"</{tag}>"):
+            body = text[b.body_start : b.body_end].strip()
+            spans.append((b.start, b.end, [ReasoningEvent(body)] if body else []))
+    return spans
 
 
 def markup_events(text: str) -> list[Event] | None:
     """Events of a message holding XML-ish tool tags, or None when it holds none."""
     if "<" not in text or not any(opener in text for opener in _OPENERS):
         return None
-    spans: list[tuple[int, int, list[Event]]] = []
-    for pattern, convert in _PATTERNS:
-        spans.extend((m.start(), m.end(), convert(m)) for m in pattern.finditer(text))
+    spans = _spans(text)
     if not spans:
         return None
     spans.sort(key=lambda s: (s[0], -s[1]))

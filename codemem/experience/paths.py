@@ -1,10 +1,11 @@
-"""Repository-relative paths and scratch files.
+"""Repository-relative paths and scratch-looking names.
 
 Agents name one file many ways (``./swebench/testbed/django/x.py``,
-``/workspace/django__django__3.0/django/x.py``, ``django/x.py`` after a ``cd``). Paths are made relative by prefixes learnt from
-the session's own patch (a tool path that ends with a patch path gives away the checkout
-root), else by well-known checkout markers. Scratch files (reproduction scripts, ad-hoc tests,
-output files) are what an agent writes around a fix, not the fix.
+``/workspace/django__django__3.0/django/x.py``, ``django/x.py`` after a ``cd``). Paths are
+made relative by prefixes learnt from the session's own patch (a tool path that ends with a
+patch path gives away the checkout root), else by well-known checkout markers. Scratch files
+(reproduction scripts, ad-hoc tests, output files) are what an agent writes around a fix,
+not the fix.
 """
 
 from __future__ import annotations

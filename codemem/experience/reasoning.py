@@ -11,7 +11,7 @@ import re
 
 import msgspec
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)]|#+)\s)")
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n\s*\n|\n(?=[ \t]*(?:[-*•]|\d+[.)]|#+)\s)")
 _CUE_PATTERNS: tuple[tuple[str, float], ...] = (
     (r"\broot cause\b", 4.0),
     (
@@ -86,7 +86,8 @@ _OFF_TOPIC = re.compile(
 _CODE = re.compile(r"`[^`\n]+`|\b\w+\(\)|\b[a-z]+_[a-z_]+\b|\b[A-Z][a-z]+[A-Z]\w+\b")
 _BOLD = re.compile(r"\*\*(?=\S)([^*\n]+?)(?<=\S)\*\*")
 _MARKDOWN = re.compile(
-    r"^#+\s*|^\s*(?:[-*•]|\d+[.)])\s+|^\s*(?:DISCUSSION|THOUGHT|Thought|Reasoning):?\s*", re.M
+    r"^#+[ \t]*|^[ \t]*(?:[-*•]|\d+[.)])[ \t]+|^[ \t]*(?:DISCUSSION|THOUGHT|Thought|Reasoning):?[ \t]*",
+    re.M,
 )
 _WORD = re.compile(r"\w+")
 _HEADING = re.compile(r"^#+[ \t]*([^\n]*)$", re.M)

@@ -6,6 +6,7 @@ give way first, whole lines at a time).
 from __future__ import annotations
 
 from codemem.experience.diffs import trim_diff
+from codemem.experience.testruns import TestRun
 from codemem.experience.types import ExperienceCard
 
 _TASK_SHARE = 0.3
@@ -28,14 +29,22 @@ def _bullets(items: list[str], each: int = 300) -> str:
     return "\n".join(f"- {_clip(' '.join(i.split()), each)}" for i in items)
 
 
-def _tests_line(card: ExperienceCard, test_summary: str) -> str:
-    if card.tests_passed is None:
-        return test_summary or "no test outcome seen"
+def _tests_line(card: ExperienceCard, last_test: TestRun | None) -> str:
+    if last_test is None or card.tests_passed is None:
+        return "no test outcome seen"
     state = "passed" if card.tests_passed else "failed"
-    return f"last run {state}" + (f" ({test_summary})" if test_summary else "")
+    line = f"last run {state}" + (f" ({last_test.summary})" if last_test.summary else "")
+    command = " ".join(last_test.command.split())
+    if command:
+        line += f": {_clip(command, 160)}"
+    if last_test.failing:
+        line += "\nfailing: " + ", ".join(last_test.failing[:4])
+    return line
 
 
-def render_card(card: ExperienceCard, max_chars: int = 4000, test_summary: str = "") -> str:
+def render_card(
+    card: ExperienceCard, max_chars: int = 4000, last_test: TestRun | None = None
+) -> str:
     """The card in at most ``max_chars`` characters."""
     head: list[str] = []
     tail: list[str] = []
@@ -49,7 +58,7 @@ def render_card(card: ExperienceCard, max_chars: int = 4000, test_summary: str =
         head.append(f"## Edited\n{edited}")
     if card.errors:
         head.append(f"## Errors seen\n{_bullets(card.errors[:6], 200)}")
-    head.append(f"## Tests\n{_clip(_tests_line(card, test_summary), 300)}")
+    head.append(f"## Tests\n{_clip(_tests_line(card, last_test), 500)}")
     if card.read_files:
         tail.append(f"## Also read\n{_joined(card.read_files, 400)}")
     body = "\n\n".join(head + tail)

@@ -11,6 +11,7 @@ deleted, reverted or outside the checkout.
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 
 from codemem.experience.paths import PathMapper, checkout_base, clean, is_scratch_name
 from codemem.experience.tracker import SessionFacts
@@ -58,6 +59,21 @@ def _fresh_is_scratch(path: str, seen_dirs: set[str]) -> bool:
     return base.startswith("test") and not any("test" in part.lower() for part in parts[:-1])
 
 
+def _removed(path: str, facts: SessionFacts, last_edit: int, cleanups: set[str]) -> bool:
+    """Deleted (itself, its folder, or by a glob such as ``test_*.py``) or checked out
+    again (``git checkout -- f``) after its last edit."""
+    for entry, position in facts.deleted.items():
+        entry = entry.rstrip("/")
+        if not entry or position < last_edit or entry in cleanups:
+            continue
+        if path == entry or path.startswith(entry + "/"):
+            return True
+        literal = entry.split("*", 1)[0].split("?", 1)[0]
+        if literal != entry and len(literal.rsplit("/", 1)[-1]) >= 3 and fnmatchcase(path, entry):
+            return True
+    return facts.reverted.get(path, -1) > last_edit
+
+
 def scratch_paths(facts: SessionFacts) -> set[str]:
     """Relative paths of the session's edited files that are scratch work."""
     mapper = facts.mapper
@@ -65,11 +81,19 @@ def scratch_paths(facts: SessionFacts) -> set[str]:
     fresh = _created_fresh(facts)
     seen_dirs = {mapper.relative(raw).split("/", 1)[0] for _, raw in facts.reads}
     seen_dirs.update(e.path.split("/", 1)[0] for e in facts.edits if e.path not in fresh)
+    last_edit = {e.path: e.position for e in facts.edits}
+    # Removing a folder that holds every edited file is tidying up the checkout at the end,
+    # not discarding scratch.
+    cleanups = {
+        entry.rstrip("/")
+        for entry in facts.deleted
+        if last_edit and all(p.startswith(entry.rstrip("/") + "/") for p in last_edit)
+    }
     scratch: set[str] = set()
     for edit in facts.edits:
         path = edit.path
         if (
-            path in facts.deleted
+            _removed(path, facts, last_edit[path], cleanups)
             or is_scratch_name(path)
             or facts.reverted_in_place(path)
             or _outside(edit.raw_path, bases, mapper)

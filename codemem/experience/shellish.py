@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
+from codemem.experience.blocks import MAX_BLOCKS, paired_blocks
 from codemem.experience.events import Event, ToolCallEvent, ToolResultEvent, text_event
 
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.\-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
-_BEGIN_PATCH = re.compile(
-    r"^\*\*\* Begin Patch[ \t]*\n.*?(?:^\*\*\* End Patch[ \t]*$|\Z)", re.M | re.S
-)
+_FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*([^`\n]*)$", re.M)
+_BEGIN_PATCH = re.compile(r"^\*\*\* Begin Patch[ \t]*$", re.M)
 _PROMPT = re.compile(r"^(?:\$|bash-[\d.]*\$|\(\w+\)\s*\$)[ \t]+(\S.*)$", re.M)
 _SWE_EDIT = re.compile(r"^edit\s+(\d+)(?::(\d+))?[ \t]*\n(.*?)^end_of_edit[ \t]*$", re.M | re.S)
 _SWE_ARG_COMMANDS = frozenset(
@@ -35,7 +36,7 @@ _SWE_ARG_COMMANDS = frozenset(
     }
 )
 _OBSERVATION_HINTS = ("(Open file:", "(Current directory:", "[File: ", "bash-$")
-_THOUGHT_HEADERS = re.compile(r"^\s*(?:DISCUSSION|THOUGHT|Thought)\b", re.M)
+_THOUGHT_HEADERS = re.compile(r"^[ \t]*(?:DISCUSSION|THOUGHT|Thought)\b", re.M)
 _SHELL_TAGS = frozenset(
     {"bash", "sh", "shell", "zsh", "console", "shell-session", "terminal", "cmd"}
 )
@@ -84,25 +85,57 @@ def _prompt_transcript(body: str) -> list[Event]:
     return events
 
 
+class _Fence(msgspec.Struct, frozen=True):
+    start: int
+    end: int
+    tag: str
+    body: str
+
+
+def _fences(text: str) -> list[_Fence]:
+    """Fenced blocks, each opener paired with the next bare ``````` line, in one pass."""
+    lines = list(_FENCE_LINE.finditer(text))
+    fences: list[_Fence] = []
+    i = 0
+    while i < len(lines):
+        opener = lines[i]
+        j = i + 1
+        while j < len(lines) and lines[j].group(1).strip():
+            j += 1
+        if j >= len(lines):
+            break
+        info = opener.group(1).split()
+        body = text[min(opener.end() + 1, lines[j].start()) : lines[j].start()]
+        fences.append(_Fence(opener.start(), lines[j].end(), info[0].lower() if info else "", body))
+        if len(fences) >= MAX_BLOCKS:
+            break
+        i = j + 1
+    return fences
+
+
 def assistant_shell_events(text: str) -> list[Event] | None:
     """Events for an assistant message in a marker-less rendering, or None if none apply."""
     spans: list[tuple[int, int, list[Event]]] = []
-    for m in _BEGIN_PATCH.finditer(text):
-        spans.append((m.start(), m.end(), [ToolCallEvent("apply_patch", {"patch": m.group(0)})]))
+    for b in paired_blocks(text, _BEGIN_PATCH, "*** End Patch"):
+        patch = text[b.start : b.end]
+        spans.append((b.start, b.end, [ToolCallEvent("apply_patch", {"patch": patch})]))
     has_header = _THOUGHT_HEADERS.search(text) is not None
-    fences = list(_FENCE.finditer(text))
+    fences = _fences(text)
     for i, m in enumerate(fences):
-        tag, body = m.group(1).lower(), m.group(2)
-        at_end = i == len(fences) - 1 and not text[m.end() :].strip()
+        tag, body = m.tag, m.body
+        at_end = i == len(fences) - 1 and not text[m.end :].strip()
         if tag in _DIFF_TAGS or (not tag and _looks_like_diff(body)):
-            spans.append((m.start(), m.end(), [ToolCallEvent("apply_patch", {"patch": body})]))
+            spans.append((m.start, m.end, [ToolCallEvent("apply_patch", {"patch": body})]))
         elif tag in _TRANSCRIPT_TAGS or (tag in _SHELL_TAGS and _PROMPT.match(body)):
             events = _prompt_transcript(body)
             if events:
-                spans.append((m.start(), m.end(), events))
-        elif (tag in _SHELL_TAGS or not tag) and (at_end or (has_header and i == len(fences) - 1)):
-            if body.strip():
-                spans.append((m.start(), m.end(), swe_command(body)))
+                spans.append((m.start, m.end, events))
+        elif (
+            (tag in _SHELL_TAGS or not tag)
+            and (at_end or (has_header and i == len(fences) - 1))
+            and body.strip()
+        ):
+            spans.append((m.start, m.end, swe_command(body)))
     if not spans:
         if not fences and _PROMPT.search(text):
             events = _prompt_transcript(text)

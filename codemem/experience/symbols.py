@@ -138,5 +138,17 @@ def patch_symbols(patch: str, views: dict[str, FileView]) -> dict[str, list[str]
         source = view.window_source(spans) if spans else None
         if source is not None:
             sources[path_match.group(1)] = source
-    resolved = parsers.parse_diff(patch, new_sources=sources or None)
-    return {f.path: _unique(list(f.symbols)) for f in resolved}
+    plain = parsers.parse_diff(patch)
+    if not sources:
+        return {f.path: _unique(list(f.symbols)) for f in plain}
+    resolved = parsers.parse_diff(patch, new_sources=sources)
+    out: dict[str, list[str]] = {}
+    for with_source, without in zip(resolved, plain, strict=False):
+        # Per hunk, the source's answer unless it has none and the hunk alone has one.
+        names = [
+            s
+            for h_src, h_alone in zip(with_source.hunks, without.hunks, strict=False)
+            for s in (h_src.symbols or h_alone.symbols)
+        ]
+        out[with_source.path] = _unique(names)
+    return out

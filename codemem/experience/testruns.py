@@ -19,7 +19,7 @@ _TEST_COMMAND = re.compile(
 )
 _SCRIPT_TEST = re.compile(r"\bpython[\d.]*\s+(?:-\w+\s+)*\S*\btest\w*\.py\b")
 _PYTEST_SUMMARY = re.compile(
-    r"^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|"
+    r"^=*[ \t]*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|"
     r"rerun)(?:, )?)+)\s+in\s+[\d.]+\s*s(?:econds)?\b.*$|^=+ (no tests ran)\b.*$",
     re.M,
 )
@@ -29,7 +29,7 @@ _SYMPY = re.compile(r"tests finished: (\d+) passed(?:, (\d+) failed)?(.*?), in [
 _GO = re.compile(r"^(ok|FAIL|---\s+FAIL:)\s", re.M)
 _CARGO = re.compile(r"^test result: (ok|FAILED)\.", re.M)
 _JEST = re.compile(r"^Tests:\s+(?:(\d+) failed, )?(?:\d+ \w+, )*(\d+) passed", re.M)
-_MOCHA = re.compile(r"^\s+(\d+) (passing|failing)\b", re.M)
+_MOCHA = re.compile(r"^[ \t]+(\d+) (passing|failing)\b", re.M)
 _FAILED_TEST = re.compile(
     r"^(?:FAILED|ERROR)\s+(\S+::\S+|\S+)(?:\s+-\s+(.*))?$|^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.M
 )

@@ -197,7 +197,7 @@ class Tracker:
                     observed = True
             elif isinstance(action, DeleteAction):
                 for path in action.paths:
-                    self.facts.deleted.setdefault(self.facts.mapper.relative(path), at)
+                    self.facts.deleted[self.facts.mapper.relative(path)] = at
             elif isinstance(action, RevertAction):
                 for path in action.paths:
                     self.facts.reverted[self.facts.mapper.relative(path)] = at
@@ -218,7 +218,7 @@ class Tracker:
         return path, view
 
     def _read(self, position: int, action: ReadAction, text: str) -> None:
-        path, view = self._view(action.path)
+        view = self._view(action.path)[1]
         self.facts.reads.append((position, action.path))
         pairs = numbered_lines(text) if action.numbered else []
         if pairs:
@@ -264,7 +264,6 @@ class Tracker:
             )
         )
         self.facts.edits.append(EditRecord(position, raw, path, action, lines, query))
-        self.facts.deleted.pop(path, None)
 
     def _observe(
         self, position: int, command: str, text: str, is_error: bool, tool: str | None = None

@@ -13,7 +13,7 @@ from datetime import timedelta
 import lancedb
 import msgspec
 import numpy as np
-from lancedb.index import FTS
+from lancedb.index import FTS, Bitmap, BTree
 
 from codemem.errors import StoreMismatch
 from codemem.store.schema import (
@@ -75,6 +75,12 @@ class Store:
                 refs = FTS(base_tokenizer="whitespace", stem=False, remove_stop_words=False,
                            ascii_folding=False, max_token_length=200)
                 table.create_index("refs", config=refs, name="refs_idx")
+            # Scalar indexes keep the pre-filters (user, session, kind) and id lookups from
+            # scanning the table; rows added since the last compaction are scanned as usual.
+            for column, config in (("user_key", Bitmap()), ("kind", Bitmap()),
+                                   ("session_key", BTree()), ("id", BTree())):
+                if f"{column}_idx" not in names:
+                    table.create_index(column, config=config, name=f"{column}_idx")
 
     # -- writes ---------------------------------------------------------------------------
 

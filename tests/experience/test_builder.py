@@ -209,3 +209,33 @@ def test_card_text_is_bounded_and_task_first() -> None:
 def test_deterministic() -> None:
     messages = load_claude_code_jsonl(SESSION).messages
     assert build_experience(messages) == build_experience(messages)
+
+
+@pytest.mark.parametrize(
+    ("cleanup", "edited"),
+    [
+        ("rm -rf /repo/scratchdir", ["pkg/mod.py"]),
+        ("rm /repo/scratchdir/check_*.py", ["pkg/mod.py"]),
+        ("git checkout -- scratchdir/check_a.py", ["pkg/mod.py"]),
+        ("rm -rf /repo", ["scratchdir/check_a.py", "pkg/mod.py"]),  # tidying the checkout
+    ],
+)
+def test_removed_and_reverted_files(cleanup: str, edited: list[str]) -> None:
+    messages = [
+        Message(role="user", content="fix g"),
+        _call("Read", file_path="/repo/pkg/mod.py"),
+        _result("Read", "     1→def g():\n     2→    pass"),
+        _call("Read", file_path="/repo/scratchdir/check_a.py"),
+        _result("Read", "     1→A = 1"),
+        _call(
+            "Edit", file_path="/repo/scratchdir/check_a.py", old_string="A = 1", new_string="A = 2"
+        ),
+        _result("Edit", "ok"),
+        _call(
+            "Edit", file_path="/repo/pkg/mod.py", old_string="    pass", new_string="    return 0"
+        ),
+        _result("Edit", "ok"),
+        _call("Bash", command=cleanup),
+        _result("Bash", ""),
+    ]
+    assert build_experience(messages).card.edited_files == edited

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from itertools import islice
+from itertools import islice, pairwise
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ _SECTION = re.compile(r"^diff --git ", re.M)
 def _last_git_diff_files(messages: list) -> list[str] | None:
     """Files of the last ``git diff`` output, gitlink (Subproject) sections left out."""
     last = None
-    for call, result in zip(messages, messages[1:], strict=False):
+    for call, result in pairwise(messages):
         if (
             _GIT_DIFF_CALL.match(call.text)
             and result.text.startswith("Tool result (Bash")
@@ -30,7 +30,7 @@ def _last_git_diff_files(messages: list) -> list[str] | None:
     if last is None:
         return None
     starts = [m.start() for m in _SECTION.finditer(last)] + [len(last)]
-    sections = [last[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    sections = [last[a:b] for a, b in pairwise(starts)]
     return [
         m.group(2)
         for s in sections

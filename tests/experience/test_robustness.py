@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -80,3 +81,34 @@ def test_empty_and_non_text_content() -> None:
 def test_arbitrary_sessions_never_raise(turns: list[tuple[str, str]], limit: int) -> None:
     experience = build_experience([Message(role=r, content=t) for r, t in turns], max_chars=limit)
     assert len(experience.card.text) <= limit
+
+
+PATHOLOGICAL = [
+    "\n" * 1_000_000,
+    "```a\n" * 30_000,
+    "<function=x>" * 30_000,
+    "<tool_result>" * 30_000,
+    '<invoke name="x"><parameter name="p">' * 20_000,
+    "Traceback (most recent call last):\n" * 50_000,
+    "*** Begin Patch\n" * 50_000,
+    '{"tool": [\n' * 20_000,
+    'Tool call Bash {"command": [\n' * 20_000,
+    "cat > f.py << EOF\n" * 20_000,
+    ". " + "\n" * 200_000 + "x",
+    "   1 passing\n" + " " * 100_000 + "\n" * 100_000,
+]
+
+
+@pytest.mark.parametrize("text", PATHOLOGICAL, ids=range(len(PATHOLOGICAL)))
+def test_pathological_text_stays_linear(text: str) -> None:
+    started = time.perf_counter()
+    for role in ("user", "assistant"):
+        build_experience([Message(role="user", content="task"), Message(role=role, content=text)])
+    build_experience(
+        [
+            Message(role="user", content="t"),
+            Message(role="assistant", content='Tool call Bash {"command": "python t.py"}'),
+            Message(role="user", content="Tool result (Bash):\n" + text),
+        ]
+    )
+    assert time.perf_counter() - started < 5.0

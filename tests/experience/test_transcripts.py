@@ -99,7 +99,7 @@ def test_tool_results_name_their_tool_and_mark_errors() -> None:
     ]
     messages = render_claude_code_events(lines).messages
     assert messages[1].text == "Tool result (Bash, error):\nExit code 1\n[image]"
-    assert messages[2].text == "Tool result ():\norphan"
+    assert messages[2].text == "Tool result:\norphan"
 
 
 def test_never_raises_on_bad_lines() -> None:
