@@ -28,7 +28,8 @@ from codemem.ranking.rrf import rrf
 from codemem.store.lance import Candidate, Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import Row, key_of
-from codemem.store.writer import GroupWriter, Replace
+from codemem.refresher import SessionRefresher
+from codemem.store.writer import Append, GroupWriter, Replace
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ class Memory:
         self.compactor.start()
         self._inflight: dict[str, threading.Event] = {}
         self._inflight_lock = threading.Lock()
-        self._session_locks: dict[str, threading.Lock] = {}
+        self._session_locks = [threading.Lock() for _ in range(256)]
+        self.refresher = SessionRefresher(self.refresh_session)
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
 
     def warm_up(self) -> None:
@@ -58,6 +60,7 @@ class Memory:
             log.exception("embedding model failed to load")
 
     def close(self) -> None:
+        self.refresher.close()  # deferred rebuilds are written before the writer stops
         self.writer.close()
         self.compactor.stop()
         self._pool.shutdown()
@@ -85,10 +88,15 @@ class Memory:
         try:
             if self.store.exists(f"user_key = '{user_key}' AND request_key = '{request_key}'"):
                 return self._result(req, stored=0, duplicate=True)
-            with self._session_lock(key_of(req.user_id, req.session_id)):
+            session_key = key_of(req.user_id, req.session_id)
+            with self._session_lock(session_key):
                 rows = self._message_rows(req, user_key, request_key)
                 derived = self._derived_rows(req, rows[0], experience)
-                self.writer.write(Replace(rows + derived, sessions.derived_scope(rows[0].session_key)))
+                if derived is None:
+                    self.writer.write(Append(rows))
+                    self.refresher.mark(req.user_id, req.session_id)
+                else:
+                    self.writer.write(Replace(rows + derived, sessions.derived_scope(session_key)))
             return self._result(req, stored=len(rows))
         finally:
             with self._inflight_lock:
@@ -96,15 +104,27 @@ class Memory:
             done.set()
 
     def _session_lock(self, session_key: str) -> threading.Lock:
-        """Adds of one session run one at a time, so each rebuild sees the one before."""
-        with self._inflight_lock:
-            return self._session_locks.setdefault(session_key, threading.Lock())
+        """Adds of one session run one at a time, so each rebuild sees the one before.
 
-    def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None) -> list[Row]:
+        Striped: a fixed set of locks, so memory does not grow with the number of sessions."""
+        return self._session_locks[int(session_key[:8], 16) % len(self._session_locks)]
+
+    def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None) -> list[Row] | None:
+        """The session's card and steps after this Add, or None when the rebuild is deferred."""
         max_tokens = self.settings.embed_max_tokens
         if experience is not None:
             return sessions.experience_rows(experience, base, self.store, self.embedder, max_tokens, len(req.messages))
+        total, built = sessions.counts(self.store, base.session_key)
+        if not sessions.rebuild_due(total + len(req.messages), built):
+            return None
         return sessions.rebuild(self.store, self.embedder, max_tokens, base, req.messages)
+
+    def refresh_session(self, user_id: str, session_id: str) -> None:
+        """Rebuild a session's card and steps from everything stored (deferred rebuilds)."""
+        base = sessions.base_row(user_id, session_id, int(time.time() * 1000))
+        with self._session_lock(base.session_key):
+            derived = sessions.rebuild(self.store, self.embedder, self.settings.embed_max_tokens, base, [])
+            self.writer.write(Replace(derived, sessions.derived_scope(base.session_key)))
 
     @staticmethod
     def _result(req: AddRequest, stored: int, duplicate: bool = False) -> AddResult:

@@ -19,7 +19,34 @@ from codemem.store.lance import Store
 from codemem.store.schema import Row, key_of
 
 _ENCODER = msgspec.json.Encoder()
-DERIVED_KINDS = ("card", "step")
+
+# Rebuilding reads and parses the whole session, so doing it on every Add of a session of
+# thousands of messages is quadratic. Up to REBUILD_ALWAYS_UPTO messages it is done on every
+# Add; past that, once the session has grown by REBUILD_GROWTH since the last build (linear
+# total cost), and a background refresh catches up the rest once the session goes quiet.
+REBUILD_ALWAYS_UPTO = 400
+REBUILD_GROWTH = 0.25
+
+
+def rebuild_due(total: int, built: int) -> bool:
+    return total <= REBUILD_ALWAYS_UPTO or total - built >= REBUILD_GROWTH * built
+
+
+def base_row(user_id: str, session_id: str, created_at: int) -> Row:
+    """The fields every row of one session shares; derived rows are copies of it."""
+    return Row(
+        id="", user_key=key_of(user_id), user_id=user_id, session_key=key_of(user_id, session_id),
+        session_id=session_id, request_key="", kind="", position=0, role="", text="", refs="",
+        content="", metadata="{}", created_at=created_at, timestamp=None,
+    )
+
+
+def counts(store: Store, session_key: str) -> tuple[int, int]:
+    """(messages stored for the session, messages its current card was built from)."""
+    total = store.count(f"session_key = '{session_key}' AND kind = 'message'")
+    card = store.rows(f"id = '{card_id(session_key)}'", columns=["metadata"], limit=1)
+    built = int(msgspec.json.decode(str(card[0]["metadata"])).get("messages", 0)) if card else 0
+    return total, built
 
 
 def derived_scope(session_key: str) -> str:

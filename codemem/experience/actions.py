@@ -141,11 +141,9 @@ _NEW_KEYS = ("new_string", "new_str", "new", "replace", "new_text", "replacement
 _CONTENT_KEYS = ("content", "file_text", "text", "contents", "data")
 _CMD_KEYS = ("command", "cmd", "script", "commands", "input")
 
-_HEREDOC_WRITE = re.compile(
-    r"(?:cat|tee)(?:\s+-a)?\s*(?:>>?\s*)?(?P<p1>[^\s<>|;&'\"]+)?\s*<<-?\s*['\"]?(?P<tag>\w+)['\"]?"
-    r"(?:\s*>>?\s*(?P<p2>[^\s<>|;&'\"]+))?[^\n]*\n(?P<body>.*?)\n(?P=tag)[ \t]*(?:\n|$)",
-    re.S,
-)
+_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)(\w+)\1([^\n]*)\n")
+_CAT_BEFORE = re.compile(r"\b(?:cat|tee)\b(?:[ \t]+-a)?[ \t]*(?:>>?[ \t]*([^\s<>|;&'\"]+))?[ \t]*$")
+_TARGET_AFTER = re.compile(r"[ \t]*>>?[ \t]*([^\s<>|;&'\"]+)")
 _PY_WRITE = re.compile(r"open\(\s*[rbf]?['\"]([^'\"]+\.\w+)['\"]\s*,\s*['\"][wa]")
 _REDIRECT = re.compile(r"(?:echo|printf)\b[^|;&\n]*?(?<![0-9&])>>?\s*([^\s<>|;&'\"]+)")
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "\n", "(", ")"})
@@ -323,21 +321,49 @@ def _simple_commands(command: str) -> list[tuple[list[str], bool]]:
     return [c for c in out if c[0]]
 
 
+class _Heredoc(msgspec.Struct, frozen=True):
+    target: str | None  # the file a ``cat > f << EOF`` writes
+    body: str
+
+
+def _heredocs(command: str) -> tuple[list[_Heredoc], str]:
+    """The heredocs of a command line, and the line with their bodies cut out. One pass:
+    each body ends at its terminator line, and an unterminated one takes the rest."""
+    docs: list[_Heredoc] = []
+    kept: list[str] = []
+    pos = 0
+    while (m := _HEREDOC.search(command, pos)) is not None:
+        tag = m.group(2)
+        terminator = re.compile(rf"^[ \t]*{re.escape(tag)}[ \t]*$", re.M).search(command, m.end())
+        body_end = terminator.start() if terminator else len(command)
+        before = command[command.rfind("\n", 0, m.start()) + 1 : m.start()]
+        cat = _CAT_BEFORE.search(before)
+        target = None
+        if cat is not None:
+            after = _TARGET_AFTER.match(m.group(3))
+            target = cat.group(1) or (after.group(1) if after else None)
+        docs.append(_Heredoc(target, command[m.end() : body_end].removesuffix("\n")))
+        kept.append(command[pos : m.end()])
+        if terminator is None:
+            return docs, "".join(kept)
+        pos = terminator.end()
+    kept.append(command[pos:])
+    return docs, "".join(kept)
+
+
 def shell_effects(command: str) -> list[Action]:
     """File effects of a shell command line: writes, in-place edits, deletions, reverts, reads."""
     actions: list[Action] = []
     patch_at = command.find("*** Begin Patch")
     if patch_at >= 0:
         return _patch_edits(command[patch_at:])
-    for m in _HEREDOC_WRITE.finditer(command):
-        path = m.group("p1") or m.group("p2")
-        if path:
-            actions.append(EditAction(path, new=m.group("body"), created=True))
-    command = _HEREDOC_WRITE.sub("\n", command)
-    if "<<" in command:  # a heredoc feeding an interpreter: only its literal writes count
-        actions.extend(EditAction(p, note="script write") for p in _PY_WRITE.findall(command))
-        command = command.split("<<", 1)[0]
-    elif "python" in command and "open(" in command:
+    docs, command = _heredocs(command) if "<<" in command else ([], command)
+    for doc in docs:
+        if doc.target:
+            actions.append(EditAction(doc.target, new=doc.body, created=True))
+        elif "open(" in doc.body:  # a script fed to an interpreter: its literal writes count
+            actions.extend(EditAction(p, note="script write") for p in _PY_WRITE.findall(doc.body))
+    if "python" in command and "open(" in command:
         actions.extend(EditAction(p, note="script write") for p in _PY_WRITE.findall(command))
     actions.extend(
         EditAction(p, note="shell redirect", created=True)

@@ -86,7 +86,8 @@ _OFF_TOPIC = re.compile(
 _CODE = re.compile(r"`[^`\n]+`|\b\w+\(\)|\b[a-z]+_[a-z_]+\b|\b[A-Z][a-z]+[A-Z]\w+\b")
 _BOLD = re.compile(r"\*\*(?=\S)([^*\n]+?)(?<=\S)\*\*")
 _MARKDOWN = re.compile(
-    r"^#+[ \t]*|^[ \t]*(?:[-*•]|\d+[.)])[ \t]+|^[ \t]*(?:DISCUSSION|THOUGHT|Thought|Reasoning):?[ \t]*",
+    r"^#+[ \t]*|^[ \t]*(?:[-*•]|\d+[.)])[ \t]+|"
+    r"^[ \t]*(?:DISCUSSION|THOUGHT|Thought|Reasoning):?[ \t]*",
     re.M,
 )
 _WORD = re.compile(r"\w+")

@@ -2,8 +2,8 @@
 
 Families are tried from the most explicit to the least: a whole-message JSON blob, marker
 lines (``Tool call ...``, ``Tool result (...)``, ``[tool_use]``, ReAct, JSON lines), XML-ish
-tags, then marker-less shell conventions; anything else is text. Texts past a size bound are
-only scanned in their head for structure, so one huge message costs linear time at most.
+tags, then marker-less shell conventions; anything else is text. Every recogniser works in
+one pass with bounded block counts, so a huge or hostile message costs linear time.
 """
 
 from __future__ import annotations

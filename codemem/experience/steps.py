@@ -106,7 +106,7 @@ def _decision_steps(facts: SessionFacts) -> list[StepRecord]:
         StepRecord(
             kind="decision",
             position=position,
-            text=_bounded(" ".join(e.text for e in by_position[position])),
+            text=_bounded("\n".join(e.text for e in by_position[position])),
         )
         for position in chosen
     ]

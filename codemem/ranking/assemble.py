@@ -21,7 +21,8 @@ def assemble(
     fetch_cards: Callable[[list[str]], list[Candidate]],
     max_evidence: int = MAX_EVIDENCE,
 ) -> list[Candidate]:
-    """Group `fused` (best first) by session; return cards and evidence in reading order."""
+    """Group `fused` (best first) by session; return cards and evidence in reading order,
+    then the evidence beyond `max_evidence` per session."""
     groups: dict[str, list[Candidate]] = {}
     for cand in fused:
         groups.setdefault(str(cand.fields["session_key"]), []).append(cand)
@@ -35,15 +36,19 @@ def assemble(
     cards = {str(c.fields["session_key"]): c for c in fetch_cards(missing)} if missing else {}
 
     out: list[Candidate] = []
+    rest: list[Candidate] = []
     for key in order:
         items = groups[key]
         score = session_score(items)
         card = next((c for c in items if c.fields["kind"] == "card"), None) or cards.get(key)
-        evidence = [c for c in items if c.fields["kind"] != "card"][:max_evidence]
-        for cand in ([card] if card is not None else []) + evidence:
+        evidence = [c for c in items if c.fields["kind"] != "card"]
+        for cand in ([card] if card is not None else []) + evidence[:max_evidence]:
             out.append(Candidate(id=cand.id, score=score, fields=cand.fields))
             score *= 0.999  # evidence ranks just under its card, above the next session
-    return _monotone(out)
+        rest.extend(evidence[max_evidence:])
+    # Every experience first, then the remaining matches for readers who asked for more.
+    rest.sort(key=lambda c: c.score, reverse=True)
+    return _monotone(out + rest)
 
 
 def _monotone(items: list[Candidate]) -> list[Candidate]:

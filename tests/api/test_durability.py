@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 def _search_all(url: str, user_id: str) -> set[str]:
     r = httpx.post(url + "/search", json={"query": "edited file test", "user_id": user_id, "top_k": 100_000}, timeout=60)
     assert r.status_code == 200
-    return {h["content"] for h in r.json()["data"]}
+    return {h["content"] for h in r.json()["data"] if h["metadata"]["kind"] == "message"}
 
 
 def test_restart_keeps_everything_acknowledged(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_sigkill_mid_stream_loses_no_acknowledged_add(tmp_path: Path) -> None:
         i = 0
         with httpx.Client(timeout=30) as client:
             while not stop.is_set():
-                texts = (f"worker {worker} add {i} edited file test", f"worker {worker} add {i} second message")
+                texts = (f"worker {worker} add {i} edited file test", f"worker {worker} add {i} file second message")
                 try:
                     r = client.post(server.url + "/add", json=add_body(f"w{worker}-{i}", texts=texts))
                 except httpx.HTTPError:
@@ -69,7 +69,7 @@ def test_sigkill_mid_stream_loses_no_acknowledged_add(tmp_path: Path) -> None:
         assert acked <= found, f"lost {len(acked - found)} acknowledged messages"
         # No half-written chunk: each Add's two messages are visible together or not at all.
         for text in found:
-            twin = text.replace("edited file test", "second message") if "edited" in text else text.replace("second message", "edited file test")
+            twin = text.replace("edited file test", "file second message") if "edited" in text else text.replace("file second message", "edited file test")
             assert twin in found, f"half of a chunk is visible: {text!r}"
     finally:
         stop.set()

@@ -14,6 +14,7 @@ from codemem.embedding import MiniLMEmbedder
 from codemem.ingest import ingest_git, ingest_transcripts, transcript_requests
 from codemem.memory import Memory
 from codemem.models import AddRequest, SearchRequest
+from codemem.store.schema import key_of
 from codemem.transcripts import load_claude_code_jsonl
 from tests.conftest import SHARED_DATA
 
@@ -143,3 +144,24 @@ def test_ingest_git_rejects_a_non_repository(tmp_path: Path, capsys: pytest.Capt
     code = main(["ingest-git", "--data-dir", str(tmp_path / "d"), "--user-id", "u", str(tmp_path / "plain")])
     assert code == 2
     assert "git" in capsys.readouterr().err.lower()
+
+
+def test_long_sessions_rebuild_on_a_schedule_and_catch_up_when_quiet(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codemem import sessions
+    from codemem.models import Message
+
+    monkeypatch.setattr(sessions, "REBUILD_ALWAYS_UPTO", 10)
+    built = []
+    for i in range(8):
+        msgs = [Message("user" if j % 2 == 0 else "assistant", f"step {i}.{j} edited src/app.py") for j in range(5)]
+        memory.add(AddRequest(f"long-{i}", "dev", "long-session", msgs))
+        built.append(sessions.counts(memory.store, key_of("dev", "long-session")))
+    totals = [t for t, _ in built]
+    assert totals == [5, 10, 15, 20, 25, 30, 35, 40]
+    # Rebuilt on every Add up to 10 messages, then only after 25% growth: 10 -> 15 -> 20 -> 25 -> 35.
+    assert [b for _, b in built] == [5, 10, 15, 20, 25, 25, 35, 35]
+    memory.refresher.flush()
+    assert sessions.counts(memory.store, key_of("dev", "long-session")) == (40, 40)
+    assert len(_cards(memory, "dev")) == 1

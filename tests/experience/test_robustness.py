@@ -85,17 +85,17 @@ def test_arbitrary_sessions_never_raise(turns: list[tuple[str, str]], limit: int
 
 PATHOLOGICAL = [
     "\n" * 1_000_000,
-    "```a\n" * 30_000,
-    "<function=x>" * 30_000,
-    "<tool_result>" * 30_000,
-    '<invoke name="x"><parameter name="p">' * 20_000,
-    "Traceback (most recent call last):\n" * 50_000,
-    "*** Begin Patch\n" * 50_000,
-    '{"tool": [\n' * 20_000,
-    'Tool call Bash {"command": [\n' * 20_000,
-    "cat > f.py << EOF\n" * 20_000,
-    ". " + "\n" * 200_000 + "x",
-    "   1 passing\n" + " " * 100_000 + "\n" * 100_000,
+    "```a\n" * 10_000,
+    "<function=x>" * 10_000,
+    "<tool_result>" * 10_000,
+    '<invoke name="x"><parameter name="p">' * 10_000,
+    "Traceback (most recent call last):\n" * 10_000,
+    "*** Begin Patch\n" * 10_000,
+    '{"tool": [\n' * 10_000,
+    'Tool call Bash {"command": [\n' * 10_000,
+    "cat > f.py << EOF\n" * 10_000,
+    ". " + "\n" * 10_000 + "x",
+    "   1 passing\n" + " " * 10_000 + "\n" * 10_000,
 ]
 
 
@@ -109,6 +109,11 @@ def test_pathological_text_stays_linear(text: str) -> None:
             Message(role="user", content="t"),
             Message(role="assistant", content='Tool call Bash {"command": "python t.py"}'),
             Message(role="user", content="Tool result (Bash):\n" + text),
+            Message(role="assistant", content="Tool call Bash " + json.dumps({"command": text})),
+            Message(
+                role="assistant",
+                content="Tool call Write " + json.dumps({"file_path": "a.py", "content": text}),
+            ),
         ]
     )
     assert time.perf_counter() - started < 5.0
