@@ -19,7 +19,14 @@ from litestar.status_codes import (
 )
 
 from api.bodies import MalformedJSON
-from codemem.errors import CodememError, Conflict, InvalidInput, NotFound, Overloaded, PayloadTooLarge
+from codemem.errors import (
+    CodememError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    Overloaded,
+    PayloadTooLarge,
+)
 
 log = logging.getLogger("codemem.api")
 

@@ -13,6 +13,7 @@ from api.schemas import AddResponse, DeleteResponse, HealthResponse, SearchRespo
 from codemem.memory import Memory
 from codemem.models import AddRequest, SearchRequest
 
+
 def _memory(state: State) -> Memory:
     return state.memory
 

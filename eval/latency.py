@@ -1,20 +1,30 @@
 """Add and Search latency of the real service at growing memory sizes.
 
-    python -m eval.latency                          # full run: 1,000 then 20,000 items (~15-30 min on 2 cores)
-    python -m eval.latency --items 1000,5000        # quicker
+    python -m eval.latency                          # quick run: 1,000 then 5,000 items (~15 min on 2 cores)
+    python -m eval.latency --items 1000,5000,20000  # full run (~60 min on 2 quiet cores: see below)
     python -m eval.latency --items 1000,20000 --chunk 20 --searches 200 --concurrency 4 \
-        --out eval/results/latency.json
+        --env OMP_WAIT_POLICY=PASSIVE --also-default-env --out eval/results/latency.json
+
+Ingest is bound by embedding: a 20-message chunk of real transcript messages (most reach
+the 256-token cap) costs ~2 s of MiniLM on one core, plus the session's card and new steps,
+so 20,000 items take ~40-60 min on this 2-core machine and the default is the quick run.
 
 One `codemem serve` (default settings unless `--env NAME=VALUE`) and one user_id. For each
 target item count N (cumulative), 20-message chunks of real Claude Code transcripts
 (SWE-ContextBench Lite) are Added by `--concurrency` concurrent clients until N messages are
-stored; the benchmark then waits until the background compactor has folded everything in
-(no unindexed rows, one fragment; read from the table's stats from outside the server),
-and runs `--searches` sequential Searches (the related tasks' problem statements, top_k 100)
-end to end over HTTP. Query embedding alone is timed in this process with the same
-`MiniLMEmbedder` on the same queries; the rest of a Search is reported as store+HTTP. At the
-end the server is stopped and one search per query is split into its phases in-process
-(embed, FTS, vector, fusion + hit building) on the same data directory.
+stored (the table also holds each session's derived card/step rows: "table rows"); the
+benchmark then waits until the background compactor has run after the last Add (version
+moved, nothing unindexed; read from the table's stats from outside the server), and runs
+`--searches` sequential Searches (the related tasks' problem statements, top_k 100) end to
+end over HTTP, with the server's CPU time per Search. Query embedding alone is timed in this
+process with the same `MiniLMEmbedder` on the same queries; the rest of a Search is reported
+as store+HTTP. At the end the server is stopped and one search per query is split into its
+phases in-process (embed, each store call, the rest) on the same data directory.
+
+`--env OMP_WAIT_POLICY=PASSIVE` (or OMP_NUM_THREADS=1): on a 2-core machine shared with
+other jobs, torch's default OpenMP spin-waiting makes one query embedding take ~0.6-0.9 s
+instead of ~60 ms whenever the other core is busy. `--also-default-env` then restarts the
+server on the same data without the OMP_/MKL_ variables and repeats the Searches.
 """
 
 from __future__ import annotations
@@ -377,59 +387,80 @@ def fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f}"
 
 
-def markdown(result: dict) -> str:
-    lines = [
-        f"# codemem latency ({result['conditions']['date_utc']}, {result['conditions']['cpu_count']} cores)",
-        "",
-        f"Adds: {result['params']['chunk']}-message chunks, {result['params']['concurrency']} concurrent clients; "
-        f"Searches: {result['params']['searches']} sequential, top_k 100, queries = related tasks' problem statements. "
-        f"Server settings: {result['conditions']['server_env']}.",
-        "",
-        "| items (messages) | table rows | Add p50 ms | Add p95 ms | Add msg/s | Search p50 ms | Search p95 ms | Search p99 ms | query embed p50 / p95 ms | store+HTTP p50 ms (by difference) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+def table_lines(result: dict) -> list[str]:
+    head = ["items", "rows", "Add p50", "Add p95", "Srch p50", "Srch p95", "Srch p99", "emb p50", "rest p50", "srv CPU", "Add msg/s"]
+    rows = []
     for cp in result["checkpoints"]:
         a, s, e = cp["add"]["latency_ms"], cp["search"]["latency_ms"], cp["query_embed_ms"]
         rest = None if s["p50"] is None or e["p50"] is None else s["p50"] - e["p50"]
-        lines.append(
-            f"| {cp['items']:,} | {cp.get('table_rows') or '-'} | {fmt(a['p50'])} | {fmt(a['p95'])} | {cp['add']['messages_per_s']:.1f} | "
-            f"{fmt(s['p50'])} | {fmt(s['p95'])} | {fmt(s['p99'])} | {fmt(e['p50'])} / {fmt(e['p95'])} | {fmt(rest)} |"
-        )
+        rows.append([f"{cp['items']:,}", str(cp.get("table_rows") or "-"), fmt(a["p50"]), fmt(a["p95"]), fmt(s["p50"]),
+                     fmt(s["p95"]), fmt(s["p99"]), fmt(e["p50"]), fmt(rest), fmt(cp["search"].get("server_cpu_ms_per_search")),
+                     f"{cp['add']['messages_per_s']:.1f}"])
+    return [" | ".join(f"{h:>9}" for h in head)] + ["-" * (12 * len(head))] + [" | ".join(f"{c:>9}" for c in r) for r in rows]
+
+
+LEGEND = ("ms. items = messages Added; rows = table rows incl. derived card/step rows; Add = one chunk end to end "
+          "(with the other clients' chunks queued); Srch = Search end to end over HTTP; emb = query embedding alone "
+          "(bench process, same model and settings); rest = Srch p50 - emb p50 = store + HTTP + hit building; "
+          "srv CPU = server CPU ms per Search; Add msg/s = messages Added per second of wall time")
+
+
+def markdown(result: dict) -> str:
+    c = result["conditions"]
+    lines = [
+        f"# codemem latency ({c['date_utc']}, {c['cpu_count']} cores, load {c['loadavg_at_start'][0]:.1f} -> "
+        f"{c['loadavg_at_end'][0]:.1f})",
+        "",
+        f"`{result['command']}`",
+        "",
+        f"Adds: {result['params']['chunk']}-message chunks, {result['params']['concurrency']} concurrent clients; "
+        f"Searches: {result['params']['searches']} sequential, top_k 100, queries = related tasks' problem statements. "
+        f"Server env: {c['server_env']}. Source: {c['source']} (sha256 {c['source_sha256_16']}).",
+        "",
+        "```", *table_lines(result), "```", "", LEGEND + ".",
+    ]
+    again = result.get("final_search_without_omp_env")
+    if again:
+        s = again["latency_ms"]
+        lines += ["", f"Same data, server restarted without the OMP_/MKL_ variables: Search p50 {fmt(s['p50'])}, "
+                  f"p95 {fmt(s['p95'])}, p99 {fmt(s['p99'])} ms; server CPU {fmt(again['server_cpu_ms_per_search'])} ms/search."]
     bd = result.get("breakdown")
     if bd and "error" not in bd:
         lines += ["", f"In-process split of one Search per query at {result['checkpoints'][-1]['items']:,} items "
-                  "(server stopped, same data dir):", "",
+                  "(server stopped, same data dir; each store method timed where Search calls it):", "",
                   "| phase | p50 ms | p95 ms | mean ms |", "|---|---:|---:|---:|"]
         for k, v in bd.items():
             if k != "stats":
                 lines.append(f"| {k} | {v['p50']:.1f} | {v['p95']:.1f} | {v['mean']:.1f} |")
+    elif bd:
+        lines += ["", f"In-process split unavailable: {bd.get('error')}"]
     lines += ["", f"HTTP floor (GET /health RTT p50): {result['checkpoints'][-1]['health_rtt_ms']['p50']:.1f} ms", ""]
     return "\n".join(lines)
 
 
 def print_table(result: dict) -> None:
     print()
-    print(f"{'items':>8} | {'Add p50':>8} | {'Add p95':>8} | {'Srch p50':>8} | {'Srch p95':>8} | {'Srch p99':>8} | "
-          f"{'emb p50':>7} | {'rest p50':>8} | {'Add msg/s':>9}")
-    print("-" * 96)
-    for cp in result["checkpoints"]:
-        a, s, e = cp["add"]["latency_ms"], cp["search"]["latency_ms"], cp["query_embed_ms"]
-        print(f"{cp['items']:>8,} | {fmt(a['p50']):>8} | {fmt(a['p95']):>8} | {fmt(s['p50']):>8} | {fmt(s['p95']):>8} | "
-              f"{fmt(s['p99']):>8} | {fmt(e['p50']):>7} | {fmt(s['p50'] - e['p50']):>8} | {cp['add']['messages_per_s']:>9.1f}")
-    print("(ms; Add = one chunk end to end; 'emb' = query embedding alone in the bench process; "
-          "'rest' = Search p50 - emb p50 = store + HTTP)")
+    print("\n".join(table_lines(result)))
+    print("(" + LEGEND + ")")
+    again = result.get("final_search_without_omp_env")
+    if again:
+        s = again["latency_ms"]
+        print(f"without the OMP_/MKL_ env (same data, restarted): Search p50 {fmt(s['p50'])} p95 {fmt(s['p95'])} "
+              f"p99 {fmt(s['p99'])} ms; server CPU {fmt(again['server_cpu_ms_per_search'])} ms/search")
 
 
 # -- main -------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.latency", description=__doc__.split("\n\n")[0])
-    p.add_argument("--items", default="1000,20000", help="cumulative item counts to measure at")
+    p.add_argument("--items", default="1000,5000", help="cumulative item counts to measure at")
     p.add_argument("--chunk", type=int, default=20, help="messages per Add")
     p.add_argument("--searches", type=int, default=200)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="server setting, e.g. CODEMEM_COMPACT_INTERVAL_S=5")
     p.add_argument("--compact-timeout", type=float, default=300.0, help="max seconds to wait for the compactor per checkpoint")
+    p.add_argument("--also-default-env", action="store_true",
+                   help="after the last checkpoint, restart the server without the OMP_/MKL_ --env variables and search again")
     p.add_argument("--no-breakdown", action="store_true", help="skip the in-process phase split at the end")
     p.add_argument("--source", default=None, help="run the project from this snapshot directory instead of the checkout")
     p.add_argument("--out", default=str(RESULTS / "latency.json"))
@@ -437,6 +468,11 @@ def main(argv: list[str] | None = None) -> int:
     use_source(args.source)
     targets = sorted({int(x) for x in args.items.split(",") if x.strip()})
     env = dict(kv.split("=", 1) for kv in args.env)
+    # Threading settings for torch (OMP_*, MKL_*) apply to this process's query-embedding
+    # timer too, so it runs the model the way the server does; set before torch loads.
+    for k, v in env.items():
+        if k.startswith(("OMP_", "MKL_")):
+            os.environ[k] = v
     user_id = "bench-latency"
 
     t_load = time.perf_counter()
@@ -452,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoints": [],
     }
     gen = chunks(sessions, args.chunk, tag=f"lat{int(time.time())}")
-    data_dir = tempfile.mkdtemp(prefix="codemem-latency-")
+    data_dir = tempfile.mkdtemp(prefix="cmbench-latency-")
     t_all = time.perf_counter()
     try:
         with running_server(data_dir=data_dir, env=env, source=args.source) as srv:
@@ -493,6 +529,21 @@ def main(argv: list[str] | None = None) -> int:
                 s = search["latency_ms"]
                 print(f"  Search p50 {fmt(s['p50'])} p95 {fmt(s['p95'])} p99 {fmt(s['p99'])} ms; "
                       f"query embed p50 {fmt(emb['p50'])} ms; health RTT p50 {rtt['p50']:.1f} ms", flush=True)
+        plain = {k: v for k, v in env.items() if not k.startswith(("OMP_", "MKL_"))}
+        if args.also_default_env and plain != env:
+            print(f"restarting the server without {sorted(set(env) - set(plain))} and searching again ...", flush=True)
+            with running_server(data_dir=data_dir, env=plain, source=args.source) as srv:
+                cpu0 = proc_cpu_s(srv.pid)
+                again = run_searches(srv.url, user_id, queries, args.searches)
+                cpu1 = proc_cpu_s(srv.pid)
+                again["server_cpu_ms_per_search"] = (
+                    None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) * 1000 / (args.searches + 3))
+                again["server_env"] = plain
+                again["loadavg"] = os.getloadavg()
+                result["final_search_without_omp_env"] = again
+                s = again["latency_ms"]
+                print(f"  Search p50 {fmt(s['p50'])} p95 {fmt(s['p95'])} p99 {fmt(s['p99'])} ms, "
+                      f"server CPU {fmt(again['server_cpu_ms_per_search'])} ms/search", flush=True)
         if not args.no_breakdown:
             print("in-process phase split (server stopped) ...", flush=True)
             try:
@@ -502,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     result["total_wall_s"] = time.perf_counter() - t_all
+    result["command"] = "python -m eval.latency " + " ".join(argv if argv is not None else sys.argv[1:])
     result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
 
     out = Path(args.out)

@@ -19,6 +19,7 @@ MAX_EVIDENCE = 4  # items listed under a card before moving to the next experien
 def assemble(
     fused: list[Candidate],
     fetch_cards: Callable[[list[str]], list[Candidate]],
+    top_k: int,
     max_evidence: int = MAX_EVIDENCE,
 ) -> list[Candidate]:
     """Group `fused` (best first) by session; return cards and evidence in reading order,
@@ -32,7 +33,8 @@ def assemble(
 
     order = sorted(groups, key=lambda k: session_score(groups[k]), reverse=True)
     have_card = {k for k, items in groups.items() if any(c.fields["kind"] == "card" for c in items)}
-    missing = [k for k in order if k not in have_card]
+    # Only sessions that can still make the first top_k items need their card fetched.
+    missing = [k for k in order[:top_k] if k not in have_card]
     cards = {str(c.fields["session_key"]): c for c in fetch_cards(missing)} if missing else {}
 
     out: list[Candidate] = []
@@ -48,7 +50,7 @@ def assemble(
         rest.extend(evidence[max_evidence:])
     # Every experience first, then the remaining matches for readers who asked for more.
     rest.sort(key=lambda c: c.score, reverse=True)
-    return _monotone(out + rest)
+    return _monotone((out + rest)[:top_k])
 
 
 def _monotone(items: list[Candidate]) -> list[Candidate]:
