@@ -28,7 +28,7 @@ from codemem.refresher import SessionRefresher
 from codemem.store.lance import Candidate, Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import Row, key_of
-from codemem.store.writer import Append, GroupWriter, Replace
+from codemem.store.writer import Append, GroupWriter, Upsert
 from parsers import extract_text_refs
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,8 @@ class Memory:
         """Store one chunk durably, with its session's rebuilt experience, in one commit.
 
         A retry of a stored request_id stores nothing again. `experience` replaces the
-        built one for sources that are not agent sessions (a git commit).
+        built one for sources that are not agent sessions (a git commit); its steps are
+        BM25-indexed, only its card is embedded.
         """
         validate_add(req, self.settings.max_image_bytes)
         user_key = key_of(req.user_id)
@@ -96,7 +97,7 @@ class Memory:
                     self.writer.write(Append(rows))
                     self.refresher.mark(req.user_id, req.session_id)
                 else:
-                    self.writer.write(Replace(rows + derived, sessions.derived_scope(session_key)))
+                    self._write_derived(derived, rows)
             return self._result(req, stored=len(rows))
         finally:
             with self._inflight_lock:
@@ -109,11 +110,19 @@ class Memory:
         Striped: a fixed set of locks, so memory does not grow with the number of sessions."""
         return self._session_locks[int(session_key[:8], 16) % len(self._session_locks)]
 
-    def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None) -> list[Row] | None:
+    def _write_derived(self, derived: sessions.Derived, messages: list[Row]) -> None:
+        """New messages and the session's derived rows in one commit: an append when the
+        session had none yet (cheapest), else an upsert that replaces the card in place."""
+        rows = messages + derived.rows
+        self.writer.write(Upsert(rows, derived.stale_ids) if derived.replaces else Append(rows))
+
+    def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None) -> sessions.Derived | None:
         """The session's card and steps after this Add, or None when the rebuild is deferred."""
         max_tokens = self.settings.embed_max_tokens
         if experience is not None:
-            return sessions.experience_rows(experience, base, self.store, self.embedder, max_tokens, len(req.messages))
+            return sessions.experience_rows(
+                experience, base, self.store, self.embedder, max_tokens, len(req.messages), embed_steps=False
+            )
         total, built = sessions.counts(self.store, base.session_key)
         if not sessions.rebuild_due(total + len(req.messages), built):
             return None
@@ -123,8 +132,7 @@ class Memory:
         """Rebuild a session's card and steps from everything stored (deferred rebuilds)."""
         base = sessions.base_row(user_id, session_id, int(time.time() * 1000))
         with self._session_lock(base.session_key):
-            derived = sessions.rebuild(self.store, self.embedder, self.settings.embed_max_tokens, base, [])
-            self.writer.write(Replace(derived, sessions.derived_scope(base.session_key)))
+            self._write_derived(sessions.rebuild(self.store, self.embedder, self.settings.embed_max_tokens, base, []), [])
 
     @staticmethod
     def _result(req: AddRequest, stored: int, duplicate: bool = False) -> AddResult:

@@ -2,8 +2,9 @@
 
 The messages of one `session_id` may arrive over many Adds, in any chunk size. After each
 Add the whole session is rebuilt from its stored messages plus the new ones, and written in
-the same commit as the new messages, so a Search never sees a chunk without its card.
-Vectors of unchanged steps are reused, so a rebuild embeds only the card and new steps.
+the same commit as the new messages (an upsert by id, so the card is replaced in place), so
+a Search never sees a chunk without its card. Steps the new build no longer has are deleted
+right after. Vectors of unchanged steps are reused: a rebuild embeds only what changed.
 """
 
 from __future__ import annotations
@@ -76,6 +77,14 @@ def _message(r: dict[str, object]) -> Message:
     return Message(role=str(r["role"]), content=content, timestamp=int(ts) if ts is not None else None)  # type: ignore[arg-type]
 
 
+class Derived(msgspec.Struct):
+    """A session's new derived rows, and what they replace."""
+
+    rows: list[Row]
+    stale_ids: list[str]  # derived rows stored before that the new build no longer has
+    replaces: bool  # the session had derived rows before (the card is updated in place)
+
+
 def experience_rows(
     experience: Experience,
     base: Row,
@@ -83,8 +92,12 @@ def experience_rows(
     embedder: Embedder,
     max_tokens: int,
     message_count: int,
-) -> list[Row]:
-    """Rows for the card and steps of one session; `base` carries the ids and timestamps."""
+    embed_steps: bool = True,
+) -> Derived:
+    """Rows for the card and steps of one session; `base` carries the ids and timestamps.
+
+    With `embed_steps` off only the card gets a vector (steps stay BM25-only): for bulk
+    sources such as git history, where a step per changed file would dominate the cost."""
     card = experience.card
     card_meta = {
         "edited_files": card.edited_files,
@@ -113,16 +126,17 @@ def experience_rows(
         )
     # The card's vector reads the task alone: a later task is compared with earlier tasks,
     # and the task does not change as the session's chunks arrive, so it is embedded once.
-    _embed(rows, [card.task or card.text] + [st.text for st in experience.steps], store, embedder, max_tokens, base.session_key)
-    return rows
+    texts = [card.task or card.text] + ([st.text for st in experience.steps] if embed_steps else [])
+    stored = store.rows(derived_scope(base.session_key), columns=["id", "metadata", "vector"])
+    _embed(rows[: len(texts)], texts, stored, embedder, max_tokens)
+    new_ids = {r.id for r in rows}
+    stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
+    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored))
 
 
-def _embed(
-    rows: list[Row], texts: list[str], store: Store, embedder: Embedder, max_tokens: int, session_key: str
-) -> None:
+def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int) -> None:
     """Set each row's vector to the embedding of its text in `texts`, reusing stored vectors
     wherever the model's input is unchanged (the fingerprint is kept in `metadata.vec`)."""
-    stored = store.rows(derived_scope(session_key), columns=["metadata", "vector"])
     known = {
         msgspec.json.decode(str(r["metadata"])).get("vec"): np.asarray(r["vector"], dtype=np.float32)
         for r in stored
@@ -140,7 +154,7 @@ def _embed(
 
 def rebuild(
     store: Store, embedder: Embedder, max_tokens: int, base: Row, new_messages: list[Message]
-) -> list[Row]:
+) -> Derived:
     """The session's card and step rows after `new_messages` join what is stored."""
     messages = stored_messages(store, base.user_key, base.session_key) + new_messages
     experience = build_experience(messages)

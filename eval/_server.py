@@ -3,11 +3,15 @@
     with running_server(env={"CODEMEM_COMPACT_INTERVAL_S": "0"}) as srv:
         httpx.post(srv.url + "/add", json=...)
 
-The server runs as a subprocess (`python -m codemem.cli serve`) in its own process group
-(so a Ctrl-C in the terminal reaches only the benchmark, which then shuts the server down
-itself), on a free 127.0.0.1 port, with a temporary data directory unless one is given.
-On exit, always (also on an exception or Ctrl-C): SIGTERM, then SIGKILL after a timeout.
-Every wait is bounded.
+The server runs as a subprocess (`python -m codemem.cli serve`, through a tiny launcher file)
+in its own session (so a Ctrl-C in the terminal reaches only the benchmark, which then shuts
+the server down itself), on a free 127.0.0.1 port, with a temporary data directory unless one
+is given, and waits for /health to say the model is loaded. On exit, always (also on an
+exception or Ctrl-C): SIGTERM, then SIGKILL after a timeout. Every wait is bounded.
+
+`srv.revive()` restarts a server that died under the benchmark (same data dir and env; the
+data is durable and Adds are idempotent by request_id, so a benchmark can retry the request
+it lost); `srv.restarts` counts how often that happened, for the report.
 """
 
 from __future__ import annotations
@@ -20,31 +24,23 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 HOST = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# `python -m codemem.cli serve` by another name: this machine is shared, and other sessions'
+# clean-ups (`pkill -f "codemem.cli serve"`-style) twice stopped a benchmark's server mid-run;
+# a neutral command line keeps this one out of their way.
+_LAUNCHER = "import runpy, sys\nsys.argv[0] = 'codemem'\nrunpy.run_module('codemem.cli', run_name='__main__', alter_sys=True)\n"
 
 
 class ServerError(RuntimeError):
     pass
-
-
-@dataclass
-class Server:
-    url: str
-    data_dir: str
-    log_path: str
-    pid: int
-    env: dict[str, str]
-
-    def log_tail(self, lines: int = 40) -> str:
-        return _tail(self.log_path, lines)
 
 
 def free_port() -> int:
@@ -61,27 +57,93 @@ def _tail(path: str, lines: int) -> str:
         return ""
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], url: str, log_path: str, timeout_s: float,
-                need_model: bool) -> None:
-    deadline = time.monotonic() + timeout_s
-    last = "no answer yet"
-    with httpx.Client(timeout=2.0, trust_env=False) as client:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise ServerError(f"codemem serve exited with {proc.returncode}:\n{_tail(log_path, 40)}")
+class Server:
+    """One `codemem serve` process (restartable); `url`, `pid` follow the current one."""
+
+    def __init__(self, data_dir: str, child_env: dict[str, str], env: dict[str, str], root: str, launcher: str,
+                 log_path: str, ready_timeout_s: float, stop_timeout_s: float, need_model: bool) -> None:
+        self.data_dir = data_dir
+        self.env = env
+        self.log_path = log_path
+        self.restarts = 0
+        self.url = ""
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._child_env = child_env
+        self._root = root
+        self._launcher = launcher
+        self._ready_timeout_s = ready_timeout_s
+        self._stop_timeout_s = stop_timeout_s
+        self._need_model = need_model
+        self._revive_lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid if self.proc is not None else -1
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        return _tail(self.log_path, lines)
+
+    def start(self) -> None:
+        for attempt in range(3):  # the free port can be taken between probe and bind: retry
+            port = free_port()
+            self.url = f"http://{HOST}:{port}"
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, self._launcher, "serve", "--host", HOST, "--port", str(port),
+                     "--data-dir", self.data_dir],
+                    cwd=self._root, env=self._child_env, stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                )
             try:
-                r = client.get(url + "/health")
-                if r.status_code == 200:
-                    body = r.json()
-                    if body.get("model_loaded") or not need_model:
-                        return
-                    last = f"health {body}"
-                else:
-                    last = f"HTTP {r.status_code}"
-            except httpx.HTTPError as exc:
-                last = type(exc).__name__
-            time.sleep(0.25)
-    raise ServerError(f"codemem serve not ready after {timeout_s:.0f} s ({last}):\n{_tail(log_path, 40)}")
+                self._wait_ready()
+                return
+            except ServerError:
+                self.stop()
+                if attempt == 2 or "address already in use" not in self.log_tail(20).lower():
+                    raise
+
+    def revive(self) -> bool:
+        """Restart the server if it died; True when it did (or another thread just did)."""
+        with self._revive_lock:
+            return self._revive()
+
+    def _revive(self) -> bool:
+        if self.alive():
+            return False
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n=== benchmark: server gone (exit {self.proc.returncode if self.proc else None}); "
+                      f"restarting on the same data ===\n".encode())
+        self.restarts += 1
+        self.start()
+        return True
+
+    def stop(self) -> int | None:
+        return stop(self.proc, self._stop_timeout_s) if self.proc is not None else None
+
+    def _wait_ready(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + self._ready_timeout_s
+        last = "no answer yet"
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise ServerError(f"codemem serve exited with {self.proc.returncode}:\n{self.log_tail()}")
+                try:
+                    r = client.get(self.url + "/health")
+                    if r.status_code == 200:
+                        body = r.json()
+                        if body.get("model_loaded") or not self._need_model:
+                            return
+                        last = f"health {body}"
+                    else:
+                        last = f"HTTP {r.status_code}"
+                except httpx.HTTPError as exc:
+                    last = type(exc).__name__
+                time.sleep(0.25)
+        raise ServerError(f"codemem serve not ready after {self._ready_timeout_s:.0f} s ({last}):\n{self.log_tail()}")
 
 
 def stop(proc: subprocess.Popen[bytes], term_timeout_s: float = 60.0) -> int:
@@ -108,17 +170,31 @@ def stop(proc: subprocess.Popen[bytes], term_timeout_s: float = 60.0) -> int:
     return proc.returncode if proc.returncode is not None else -9
 
 
+_sigterms: list[float] = []
+
+
+def shield_from_stray_sigterm() -> list[float]:
+    """Keep a long benchmark alive through a stray SIGTERM (other sessions on this shared
+    machine stop processes with broad `pkill`s, which twice ended a 40-minute run). The
+    event is logged and counted (the returned list gets its time); stop the benchmark with
+    Ctrl-C / SIGINT (clean shutdown of its server) or SIGKILL."""
+    def note(signum: int, frame: object) -> None:
+        _sigterms.append(time.time())
+        print(f"[benchmark] ignored SIGTERM #{len(_sigterms)}; stop me with Ctrl-C (SIGINT)", file=sys.stderr, flush=True)
+
+    signal.signal(signal.SIGTERM, note)
+    return _sigterms
+
+
 def use_source(source: str | os.PathLike[str] | None) -> None:
     """Make this process import the project from `source` (a snapshot) too, before any
     `codemem` import, so in-process steps match the server's code."""
     if source:
-        import sys as _sys
-
         root = str(Path(source).resolve())
-        if root not in _sys.path:
-            _sys.path.insert(0, root)
-        for name in [m for m in _sys.modules if m.split(".")[0] in ("codemem", "api", "parsers")]:
-            del _sys.modules[name]
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        for name in [m for m in sys.modules if m.split(".")[0] in ("codemem", "api", "parsers")]:
+            del sys.modules[name]
 
 
 @contextlib.contextmanager
@@ -133,14 +209,14 @@ def running_server(
     log_path: str | None = None,
     source: str | os.PathLike[str] | None = None,
 ) -> Iterator[Server]:
-    """Run `codemem serve` until the block ends; yields a `Server` with the base URL.
+    """Run `codemem serve` until the block ends; yields the `Server` (`.url`, `.pid`, ...).
 
-    `env` adds/overrides `CODEMEM_*` settings for the server (inherited `CODEMEM_*`
+    `env` adds/overrides environment variables for the server (inherited `CODEMEM_*`
     variables of this process are dropped first, so runs are reproducible). `source` runs
     the server from another copy of the project (a snapshot directory holding `codemem/`,
-    `api/`, ...) instead of this checkout: it becomes the working directory and leads
-    PYTHONPATH, ahead of the editable install. A temporary
-    data directory is removed afterwards unless `keep_data`; a given one is never removed.
+    `api/`, `parsers/`) instead of this checkout: it becomes the working directory and leads
+    PYTHONPATH, ahead of the editable install. A temporary data directory is removed
+    afterwards unless `keep_data`; a given one is never removed.
     """
     own_dir = data_dir is None
     ddir = tempfile.mkdtemp(prefix="cmbench-data-") if own_dir else str(data_dir)
@@ -150,43 +226,41 @@ def running_server(
     root = str(Path(source).resolve()) if source else str(REPO_ROOT)
     if source:
         child_env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    # Loopback only: keep any proxy settings away from the benchmark's own traffic too.
+    # Loopback only: keep any proxy settings away from the server too.
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         child_env.pop(var, None)
     log_file_path = log_path or os.path.join(tempfile.gettempdir(), f"cmbench-serve-{os.getpid()}-{time.time_ns()}.log")
-    proc: subprocess.Popen[bytes] | None = None
-    # `python -m codemem.cli serve`, through a two-line launcher file: other sessions on this
-    # machine clean up with `pkill -f "codemem serve"`-style kills, which once stopped a
-    # benchmark's server mid-run; a neutral command line keeps this one out of their way.
     launch_dir = tempfile.mkdtemp(prefix="cmbench-")
     launcher = os.path.join(launch_dir, "bench_srv.py")
     with open(launcher, "w") as f:
-        f.write("import runpy, sys\nsys.argv[0] = 'codemem'\nrunpy.run_module('codemem.cli', run_name='__main__', alter_sys=True)\n")
+        f.write(_LAUNCHER)
+    srv = Server(ddir, child_env, dict(env or {}), root, launcher, log_file_path, ready_timeout_s, stop_timeout_s, need_model)
     try:
-        for attempt in range(3):  # the free port can be taken between probe and bind: retry
-            port = free_port()
-            url = f"http://{HOST}:{port}"
-            with open(log_file_path, "ab") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, launcher, "serve", "--host", HOST, "--port", str(port), "--data-dir", ddir],
-                    cwd=root, env=child_env, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True,
-                )
-            try:
-                _wait_ready(proc, url, log_file_path, ready_timeout_s, need_model)
-                break
-            except ServerError:
-                stop(proc, stop_timeout_s)
-                if attempt == 2 or "address already in use" not in _tail(log_file_path, 20).lower():
-                    raise
-        assert proc is not None
-        yield Server(url=url, data_dir=ddir, log_path=log_file_path, pid=proc.pid, env=dict(env or {}))
+        srv.start()
+        yield srv
     finally:
-        if proc is not None:
-            stop(proc, stop_timeout_s)
+        srv.stop()
         if own_dir and not keep_data:
             shutil.rmtree(ddir, ignore_errors=True)
         shutil.rmtree(launch_dir, ignore_errors=True)
+
+
+def post_retrying(client: httpx.Client, srv: Server, path: str, body: dict[str, object],
+                  attempts: int = 3) -> tuple[httpx.Response, float]:
+    """POST, and if the server died under the request, restart it and send it again (safe
+    for Add: idempotent by request_id). Returns the response and the latency of the attempt
+    that answered."""
+    for attempt in range(attempts):
+        t0 = time.perf_counter()
+        try:
+            r = client.post(srv.url + path, json=body)
+            return r, time.perf_counter() - t0
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError):
+            time.sleep(1.0)
+            url = srv.url
+            if not srv.revive() and srv.url == url and attempt == attempts - 1:
+                raise
+    raise ServerError(f"{path}: no answer after {attempts} attempts")
 
 
 def proc_cpu_s(pid: int) -> float | None:

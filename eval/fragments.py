@@ -34,14 +34,14 @@ os.environ.setdefault("LANCE_LOG", "error")
 
 import httpx  # noqa: E402
 
-from eval._server import proc_cpu_s, running_server, use_source  # noqa: E402
+from eval._server import post_retrying, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
 from eval.latency import (  # noqa: E402
     RESULTS,
     conditions,
     fmt,
     load_queries,
     load_sessions,
-    run_searches,
+    searches_with_cpu,
     summary_ms,
     table_stats,
 )
@@ -65,19 +65,19 @@ def small_adds(n: int, tag: str, per_session: int = 20, max_chars: int = 200) ->
     return bodies
 
 
-def send_sequential(url: str, bodies: list[dict[str, object]], label: str) -> dict[str, object]:
+def send_sequential(srv, bodies: list[dict[str, object]], label: str) -> dict[str, object]:
     lat, errors = [], []
     t0 = time.perf_counter()
     with httpx.Client(timeout=300, trust_env=False) as client:
         for i, body in enumerate(bodies):
-            a = time.perf_counter()
             try:
-                r = client.post(url + "/add", json=body)
+                r, dt = post_retrying(client, srv, "/add", body)
                 if r.status_code != 200:
                     errors.append(f"HTTP {r.status_code}: {r.text[:200]}")
-            except httpx.HTTPError as exc:
+                else:
+                    lat.append(dt)
+            except Exception as exc:  # noqa: BLE001
                 errors.append(f"{type(exc).__name__}: {exc}")
-            lat.append(time.perf_counter() - a)
             if len(errors) > 20:
                 raise RuntimeError(f"too many Add errors, first: {errors[0]}")
             if (i + 1) % 250 == 0:
@@ -86,16 +86,13 @@ def send_sequential(url: str, bodies: list[dict[str, object]], label: str) -> di
     q = max(1, len(lat) // 10)
     return {"n": len(bodies), "wall_s": wall, "latency_ms": summary_ms(lat),
             "first_10pct_ms": summary_ms(lat[:q]), "last_10pct_ms": summary_ms(lat[-q:]),
-            "errors": errors[:5], "n_errors": len(errors)}
+            "errors": errors[:5], "n_errors": len(errors), "server_restarts": srv.restarts}
 
 
 def measure(srv, queries: list[str], searches: int) -> dict[str, object]:
     before = table_stats(srv.data_dir)
-    cpu0 = proc_cpu_s(srv.pid)
-    res = run_searches(srv.url, USER, queries, searches)
-    cpu1 = proc_cpu_s(srv.pid)
+    res = searches_with_cpu(srv, USER, queries, searches)
     res.pop("raw_ms", None)
-    res["server_cpu_ms_per_search"] = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) * 1000 / (searches + 3)
     res["stats_before"] = before
     res["stats_after"] = table_stats(srv.data_dir)
     res["loadavg"] = os.getloadavg()
@@ -122,49 +119,67 @@ def main(argv: list[str] | None = None) -> int:
                    help="extra server environment for all three runs (e.g. OMP_WAIT_POLICY=PASSIVE); "
                         "run A/B also get CODEMEM_COMPACT_INTERVAL_S=0")
     p.add_argument("--source", default=None, help="run the project from this snapshot directory instead of the checkout")
+    p.add_argument("--phases", default="AB,C", help="which runs: 'AB' (A then B on its data), 'C', or both")
+    p.add_argument("--merge", action="store_true", help="keep the other phases' results already in --out")
     p.add_argument("--out", default=str(RESULTS / "fragments.json"))
     args = p.parse_args(argv)
     use_source(args.source)
+    sigterms = shield_from_stray_sigterm()
+    phases = {x.strip().upper() for x in args.phases.split(",")}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     queries = load_queries()
     tag = f"frag{int(time.time())}"
-    bodies = small_adds(args.adds, tag)
-    print(f"{args.adds} Adds of 1-2 short messages ({sum(len(b['messages']) for b in bodies)} messages), "
-          f"{args.searches} Searches per state", flush=True)
     extra = dict(kv.split("=", 1) for kv in args.env)
-    result: dict[str, object] = {"conditions": conditions(extra, args.source), "params": vars(args)}
+    result: dict[str, object] = json.loads(out.read_text()) if args.merge and out.exists() else {}
+    result["conditions_" + "_".join(sorted(phases))] = conditions(extra, args.source)
+    result["params"] = vars(args)
+
+    def save() -> None:
+        result["ignored_sigterms"] = len(sigterms)
+        out.write_text(json.dumps(result, indent=2))
+
     off = extra | {"CODEMEM_COMPACT_INTERVAL_S": "0"}
-    dir_a = tempfile.mkdtemp(prefix="cmbench-frag-a-")
-    try:
-        print("A: compactor off ...", flush=True)
-        with running_server(data_dir=dir_a, env=off, source=args.source) as srv:
-            result["A_adds"] = send_sequential(srv.url, bodies, "A")
-            result["A_uncompacted"] = measure(srv, queries, args.searches)
-        print(f"  A: {result['A_uncompacted']['stats_before']}", flush=True)
-        print("B: offline compaction, then served again (compactor off) ...", flush=True)
-        result["B_compaction"] = offline_compact(dir_a)
-        print(f"  optimize {result['B_compaction']['optimize_s']:.1f} s -> {result['B_compaction']['stats']}", flush=True)
-        with running_server(data_dir=dir_a, env=off, source=args.source) as srv:
-            result["B_compacted"] = measure(srv, queries, args.searches)
-    finally:
-        shutil.rmtree(dir_a, ignore_errors=True)
+    if "AB" in phases:
+        bodies = small_adds(args.adds, tag)
+        print(f"{args.adds} Adds of 1-2 short messages ({sum(len(b['messages']) for b in bodies)} messages), "
+              f"{args.searches} Searches per state", flush=True)
+        dir_a = tempfile.mkdtemp(prefix="cmbench-frag-a-")
+        try:
+            print("A: compactor off ...", flush=True)
+            with running_server(data_dir=dir_a, env=off, source=args.source) as srv:
+                result["A_adds"] = send_sequential(srv, bodies, "A")
+                result["A_uncompacted"] = measure(srv, queries, args.searches)
+            save()
+            print(f"  A: {result['A_uncompacted']['stats_before']}", flush=True)
+            print("B: offline compaction, then served again (compactor off) ...", flush=True)
+            result["B_compaction"] = offline_compact(dir_a)
+            print(f"  optimize {result['B_compaction']['optimize_s']:.1f} s -> {result['B_compaction']['stats']}", flush=True)
+            with running_server(data_dir=dir_a, env=off, source=args.source) as srv:
+                result["B_compacted"] = measure(srv, queries, args.searches)
+            save()
+        finally:
+            shutil.rmtree(dir_a, ignore_errors=True)
 
-    dir_c = tempfile.mkdtemp(prefix="cmbench-frag-c-")
-    try:
-        print("C: default settings (compactor on during the Adds) ...", flush=True)
-        bodies_c = small_adds(args.adds, tag + "c")
-        with running_server(data_dir=dir_c, env=extra, source=args.source) as srv:
-            result["C_adds"] = send_sequential(srv.url, bodies_c, "C")
-            result["C_default"] = measure(srv, queries, args.searches)
-    finally:
-        shutil.rmtree(dir_c, ignore_errors=True)
+    if "C" in phases:
+        dir_c = tempfile.mkdtemp(prefix="cmbench-frag-c-")
+        try:
+            print("C: default settings (compactor on during the Adds) ...", flush=True)
+            bodies_c = small_adds(args.adds, tag + "c")
+            with running_server(data_dir=dir_c, env=extra, source=args.source) as srv:
+                result["C_adds"] = send_sequential(srv, bodies_c, "C")
+                result["C_default"] = measure(srv, queries, args.searches)
+            save()
+        finally:
+            shutil.rmtree(dir_c, ignore_errors=True)
 
+    if not all(k in result for k in ("A_uncompacted", "B_compacted", "C_default")):
+        print(f"partial results written to {out}; run the other phases with --merge")
+        return 0
     a, b, c = (result[k]["latency_ms"] for k in ("A_uncompacted", "B_compacted", "C_default"))  # type: ignore[index]
     result["ratio_C_over_B"] = {"p50": c["p50"] / b["p50"], "p95": c["p95"] / b["p95"]}
     result["ratio_A_over_B"] = {"p50": a["p50"] / b["p50"], "p95": a["p95"] / b["p95"]}
-    result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    save()
 
     lines = [
         f"{'state':<34} | {'frags':>5} | {'unidx':>5} | {'rows':>5} | {'p50':>6} | {'p95':>6} | {'p99':>6} | {'srv CPU':>7}",
@@ -190,12 +205,16 @@ def main(argv: list[str] | None = None) -> int:
     table = "\n".join(lines)
     print()
     print(table)
-    cond = result["conditions"]
+    conds = [v for k, v in result.items() if k.startswith("conditions_")]
+    loads = ", ".join(f"{r}: {result[r]['loadavg'][0]:.1f}" for r in ("A_uncompacted", "B_compacted", "C_default"))  # type: ignore[index]
     out.with_suffix(".md").write_text(
-        f"# codemem fragments / compaction check ({cond['date_utc']}, {cond['cpu_count']} cores, "  # type: ignore[index]
-        f"load {cond['loadavg_at_start'][0]:.1f} -> {cond['loadavg_at_end'][0]:.1f})\n\n"  # type: ignore[index]
+        f"# codemem fragments / compaction check ({', '.join(c['date_utc'] for c in conds)}, "  # type: ignore[index]
+        f"{conds[-1]['cpu_count']} cores; 1-min load at the end of each measurement: {loads})\n\n"  # type: ignore[index]
         f"`python -m eval.fragments --adds {args.adds} --searches {args.searches}"
-        f"{''.join(' --env ' + kv for kv in args.env)}{' --source ' + args.source if args.source else ''}`\n\n```\n{table}\n```\n")
+        f"{''.join(' --env ' + kv for kv in args.env)}{' --source ' + args.source if args.source else ''}`"
+        f" (phases run: {', '.join(sorted(k[11:] for k in result if k.startswith('conditions_')))}; "
+        f"server restarts: A {result['A_adds']['server_restarts']}, C {result['C_adds']['server_restarts']}; "  # type: ignore[index]
+        f"stray SIGTERMs ignored: {result.get('ignored_sigterms', 0)})\n\n```\n{table}\n```\n")
     print(f"\nwrote {out}")
     return 0
 

@@ -53,7 +53,7 @@ os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation war
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from eval._server import proc_cpu_s, running_server, use_source  # noqa: E402
+from eval._server import Server, post_retrying, proc_cpu_s, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
 
 DATA = Path("/work/shared/data/swe-contextbench-lite")
 TAR = DATA / "trajectories.tar.xz"
@@ -155,12 +155,17 @@ def summary_ms(values_s: list[float]) -> dict[str, float | int | None]:
     }
 
 
-def add_all(url: str, user_id: str, work: list[tuple[str, str, list[dict]]], concurrency: int,
+def add_all(srv: Server, user_id: str, work: list[tuple[str, str, list[dict]]], concurrency: int,
             timeout_s: float = 600.0) -> tuple[list[float], float, list[str]]:
-    """Send the Adds with `concurrency` clients; returns (latencies, wall seconds, errors)."""
-    q: Queue[tuple[str, str, list[dict]]] = Queue()
+    """Send the Adds with `concurrency` clients, as a platform would: each client takes a whole
+    session and sends its chunks in order; sessions run in parallel. Returns (latencies, wall
+    seconds, errors)."""
+    by_session: dict[str, list[tuple[str, str, list[dict]]]] = {}
     for item in work:
-        q.put(item)
+        by_session.setdefault(item[1], []).append(item)
+    q: Queue[list[tuple[str, str, list[dict]]]] = Queue()
+    for session_chunks in by_session.values():
+        q.put(session_chunks)
     lat: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -170,25 +175,29 @@ def add_all(url: str, user_id: str, work: list[tuple[str, str, list[dict]]], con
         with httpx.Client(timeout=timeout_s, trust_env=False) as client:
             while not stop.is_set():
                 try:
-                    rid, sid, msgs = q.get_nowait()
+                    session_chunks = q.get_nowait()
                 except Empty:
                     return
-                body = {"request_id": rid, "user_id": user_id, "session_id": sid, "messages": msgs}
-                t0 = time.perf_counter()
-                try:
-                    r = client.post(url + "/add", json=body)
-                    ok = r.status_code == 200 and r.json().get("success") is True
-                    err = None if ok else f"HTTP {r.status_code}: {r.text[:200]}"
-                except httpx.HTTPError as exc:
-                    err = f"{type(exc).__name__}: {exc}"
-                dt = time.perf_counter() - t0
-                with lock:
-                    if err is None:
-                        lat.append(dt)
-                    else:
-                        errors.append(err)
-                        if len(errors) > 20:
-                            stop.set()
+                for rid, sid, msgs in session_chunks:
+                    if not stop.is_set():
+                        send(client, rid, sid, msgs)
+
+    def send(client: httpx.Client, rid: str, sid: str, msgs: list[dict]) -> None:
+        body = {"request_id": rid, "user_id": user_id, "session_id": sid, "messages": msgs}
+        dt = 0.0
+        try:
+            r, dt = post_retrying(client, srv, "/add", body)
+            ok = r.status_code == 200 and r.json().get("success") is True
+            err = None if ok else f"HTTP {r.status_code}: {r.text[:200]}"
+        except Exception as exc:  # noqa: BLE001
+            err = f"{type(exc).__name__}: {exc}"
+        with lock:
+            if err is None:
+                lat.append(dt)
+            else:
+                errors.append(err)
+                if len(errors) > 20:
+                    stop.set()
 
     t0 = time.perf_counter()
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
@@ -199,7 +208,7 @@ def add_all(url: str, user_id: str, work: list[tuple[str, str, list[dict]]], con
     return lat, time.perf_counter() - t0, errors
 
 
-def run_searches(url: str, user_id: str, queries: list[str], n: int, top_k: int = 100, warmup: int = 3,
+def run_searches(srv: Server, user_id: str, queries: list[str], n: int, top_k: int = 100, warmup: int = 3,
                  timeout_s: float = 120.0) -> dict[str, object]:
     """`n` sequential Searches (cycling through `queries`), after `warmup` untimed ones."""
     lat: list[float] = []
@@ -210,10 +219,8 @@ def run_searches(url: str, user_id: str, queries: list[str], n: int, top_k: int 
     with httpx.Client(timeout=timeout_s, trust_env=False) as client:
         for i in range(warmup + n):
             q = queries[i % len(queries)] if i >= warmup else queries[-1 - i % len(queries)]
-            t0 = time.perf_counter()
-            r = client.post(url + "/search", json={"query": q, "user_id": user_id, "top_k": top_k})
+            r, dt = post_retrying(client, srv, "/search", {"query": q, "user_id": user_id, "top_k": top_k})
             body = r.content
-            dt = time.perf_counter() - t0
             if r.status_code != 200:
                 errors.append(f"HTTP {r.status_code}: {body[:200]!r}")
                 continue
@@ -227,12 +234,22 @@ def run_searches(url: str, user_id: str, queries: list[str], n: int, top_k: int 
             "response_bytes_p50": pct(sizes, 50), "hits_p50": pct(hits, 50), "raw_ms": [x * 1000 for x in lat]}
 
 
-def health_rtt(url: str, n: int = 50) -> dict[str, object]:
+def searches_with_cpu(srv: Server, user_id: str, queries: list[str], n: int) -> dict[str, object]:
+    """`run_searches`, plus the server's CPU ms per Search (None if it was restarted meanwhile)."""
+    pid, cpu0 = srv.pid, proc_cpu_s(srv.pid)
+    res = run_searches(srv, user_id, queries, n)
+    cpu1 = proc_cpu_s(srv.pid) if srv.pid == pid else None
+    res["server_cpu_ms_per_search"] = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) * 1000 / (n + 3)
+    res["server_restarts_so_far"] = srv.restarts
+    return res
+
+
+def health_rtt(srv: Server, n: int = 50) -> dict[str, object]:
     lat = []
     with httpx.Client(timeout=10, trust_env=False) as client:
         for _ in range(n):
             t0 = time.perf_counter()
-            client.get(url + "/health")
+            client.get(srv.url + "/health")
             lat.append(time.perf_counter() - t0)
     return summary_ms(lat)
 
@@ -466,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(RESULTS / "latency.json"))
     args = p.parse_args(argv)
     use_source(args.source)
+    sigterms = shield_from_stray_sigterm()
     targets = sorted({int(x) for x in args.items.split(",") if x.strip()})
     env = dict(kv.split("=", 1) for kv in args.env)
     # Threading settings for torch (OMP_*, MKL_*) apply to this process's query-embedding
@@ -503,20 +521,16 @@ def main(argv: list[str] | None = None) -> int:
                     stored += len(msgs)
                 n_msgs = sum(len(m) for _, _, m in work)
                 print(f"[{target:,}] adding {len(work)} chunks / {n_msgs:,} messages with {args.concurrency} clients ...", flush=True)
-                lat, wall, errors = add_all(srv.url, user_id, work, args.concurrency)
+                lat, wall, errors = add_all(srv, user_id, work, args.concurrency)
                 if errors:
                     print(f"  {len(errors)} Add errors, first: {errors[0]}", flush=True)
                 print(f"  done in {wall:.0f} s ({n_msgs / wall:.1f} msg/s); waiting for the compactor ...", flush=True)
                 cstate = wait_compacted(srv.data_dir, args.compact_timeout)
                 print(f"  compaction: {cstate}", flush=True)
-                cpu0 = proc_cpu_s(srv.pid)
-                search = run_searches(srv.url, user_id, queries, args.searches)
-                cpu1 = proc_cpu_s(srv.pid)
-                search["server_cpu_ms_per_search"] = (
-                    None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) * 1000 / (args.searches + 3))
+                search = searches_with_cpu(srv, user_id, queries, args.searches)
                 stats_after = table_stats(srv.data_dir)
                 emb = embed_timer.time(queries, args.searches)
-                rtt = health_rtt(srv.url)
+                rtt = health_rtt(srv)
                 cp = {
                     "items": stored, "table_rows": cstate["stats"].get("rows"),
                     "add": {"chunks": len(work), "messages": n_msgs, "wall_s": wall, "messages_per_s": n_msgs / wall,
@@ -526,6 +540,9 @@ def main(argv: list[str] | None = None) -> int:
                     "loadavg": os.getloadavg(),
                 }
                 result["checkpoints"].append(cp)  # type: ignore[union-attr]
+                cp["server_restarts_so_far"] = srv.restarts
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.out).write_text(json.dumps(result | {"partial": True, "ignored_sigterms": len(sigterms)}, indent=2))
                 s = search["latency_ms"]
                 print(f"  Search p50 {fmt(s['p50'])} p95 {fmt(s['p95'])} p99 {fmt(s['p99'])} ms; "
                       f"query embed p50 {fmt(emb['p50'])} ms; health RTT p50 {rtt['p50']:.1f} ms", flush=True)
@@ -534,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"restarting the server without {sorted(set(env) - set(plain))} and searching again ...", flush=True)
             with running_server(data_dir=data_dir, env=plain, source=args.source) as srv:
                 cpu0 = proc_cpu_s(srv.pid)
-                again = run_searches(srv.url, user_id, queries, args.searches)
+                again = run_searches(srv, user_id, queries, args.searches)
                 cpu1 = proc_cpu_s(srv.pid)
                 again["server_cpu_ms_per_search"] = (
                     None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) * 1000 / (args.searches + 3))
@@ -553,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     result["total_wall_s"] = time.perf_counter() - t_all
+    result["ignored_sigterms"] = len(sigterms)
     result["command"] = "python -m eval.latency " + " ".join(argv if argv is not None else sys.argv[1:])
     result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
 

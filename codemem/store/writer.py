@@ -26,14 +26,14 @@ class Append(msgspec.Struct):
     rows: list[Row]
 
 
-class Replace(msgspec.Struct):
-    """Make the rows in `scope` (a filter on hex keys) exactly `rows`, atomically."""
+class Upsert(msgspec.Struct):
+    """Insert or replace `rows` by id in one commit, then delete the rows `stale_ids` names."""
 
     rows: list[Row]
-    scope: str
+    stale_ids: list[str] = []
 
 
-WriteOp = Append | Replace
+WriteOp = Append | Upsert
 
 
 class GroupWriter:
@@ -92,27 +92,34 @@ class GroupWriter:
                 return
 
     def _commit(self, batch: list[tuple[WriteOp, Future[None]]]) -> None:
-        rows = [r for op, _ in batch for r in op.rows]
-        scopes = [op.scope for op, _ in batch if isinstance(op, Replace)]
-        if not scopes:
-            self._settle(batch, lambda: self.store.append(rows))
-            return
-        # Scopes are per-session filters on hex keys, disjoint between sessions, so one
-        # merge over their union is the same as applying each in turn, in one commit.
-        # Two ops of the same scope in one batch would fight over it: the writer never
-        # gets those, since Memory serialises the Adds of one session.
-        scope = " OR ".join(f"({s})" for s in scopes)
-        self._settle(batch, lambda: self.store.replace(rows, scope))
+        """Appends in one `add`, upserts in one merge, then the stale ids in one delete.
 
-    def _settle(self, group: list[tuple[WriteOp, Future[None]]], action: Callable[[], None]) -> None:
+        Ids are unique across sessions, and Memory serialises the Adds of one session, so
+        joining the ops of a batch changes nothing but the number of commits."""
+        appends = [(op, fut) for op, fut in batch if isinstance(op, Append)]
+        upserts = [(op, fut) for op, fut in batch if isinstance(op, Upsert)]
+        if appends:
+            rows = [r for op, _ in appends for r in op.rows]
+            self._settle(appends, lambda: self.store.append(rows), resolve=True)
+        if upserts:
+            rows = [r for op, _ in upserts for r in op.rows]
+            stale = [i for op, _ in upserts for i in op.stale_ids]
+            if self._settle(upserts, lambda: self.store.upsert(rows), resolve=not stale) and stale:
+                self._settle(upserts, lambda: self.store.delete_ids(stale), resolve=True)
+
+    def _settle(self, group: list[tuple[WriteOp, Future[None]]], action: Callable[[], None], resolve: bool) -> bool:
+        """Run one commit for `group`; on failure each caller gets the error. With `resolve`,
+        callers are answered on success too (else a further commit of theirs follows)."""
         try:
             action()
         except Exception as exc:  # the writer thread must survive; each caller gets the error
             log.exception("store write failed")
             for _, fut in group:
                 fut.set_exception(exc)
-            return
+            return False
         if self.on_commit is not None:
             self.on_commit(sum(len(op.rows) for op, _ in group))
-        for _, fut in group:
-            fut.set_result(None)
+        if resolve:
+            for _, fut in group:
+                fut.set_result(None)
+        return True
