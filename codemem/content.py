@@ -23,10 +23,12 @@ _MAGIC = {
 }
 
 
-def _require_text(value: str, field: str) -> None:
+def _require_text(value: str, field: str, allow_nul: bool = False) -> None:
+    """Non-empty. Ids may not hold NUL (it separates the parts of a key); content may:
+    tool output is sometimes binary, and refusing it would lose the whole chunk."""
     if not value or not value.strip():
         raise InvalidInput(f"{field} must be a non-empty string")
-    if "\x00" in value:
+    if not allow_nul and "\x00" in value:
         raise InvalidInput(f"{field} must not contain NUL characters")
 
 
@@ -52,14 +54,14 @@ def validate_image(part: ImagePart, field: str, max_bytes: int) -> None:
 
 def validate_content(content: str | list[ContentPart], field: str, max_image_bytes: int) -> None:
     if isinstance(content, str):
-        _require_text(content, field)
+        _require_text(content, field, allow_nul=True)
         return
     if not content:
         raise InvalidInput(f"{field} must be a non-empty string or a non-empty array of parts")
     for i, part in enumerate(content):
         where = f"{field}[{i}]"
         if isinstance(part, TextPart):
-            _require_text(part.text, f"{where}.text")
+            _require_text(part.text, f"{where}.text", allow_nul=True)
         else:
             validate_image(part, f"{where}.image_url.url", max_image_bytes)
 

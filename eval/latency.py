@@ -1,30 +1,32 @@
 """Add and Search latency of the real service at growing memory sizes.
 
-    python -m eval.latency                          # quick run: 1,000 then 5,000 items (~15 min on 2 cores)
-    python -m eval.latency --items 1000,5000,20000  # full run (~60 min on 2 quiet cores: see below)
-    python -m eval.latency --items 1000,20000 --chunk 20 --searches 200 --concurrency 4 \
-        --env OMP_WAIT_POLICY=PASSIVE --also-default-env --out eval/results/latency.json
+    python -m eval.latency                          # 1,000 then 20,000 items (~10 min on 2 cores)
+    python -m eval.latency --items 1000,5000,20000 --chunk 20 --searches 200 --concurrency 4 \
+        --out eval/results/latency.json
+    python -m eval.latency --items 1000,5000 --env CODEMEM_EMBED_MESSAGES=true   # messages embedded too: slow
 
-Ingest is bound by embedding: a 20-message chunk of real transcript messages (most reach
-the 256-token cap) costs ~2 s of MiniLM on one core, plus the session's card and new steps,
-so 20,000 items take ~40-60 min on this 2-core machine and the default is the quick run.
+With default settings raw messages are BM25-only (`embed_messages` off) and only each
+session's card and steps are embedded, so ingest runs at ~50-100 messages/s on 2 cores and
+20,000 items take a few minutes. With CODEMEM_EMBED_MESSAGES=true every message is embedded
+(~2 s per 20-message chunk on one core): 20,000 items then take ~40-60 min; use fewer items.
 
 One `codemem serve` (default settings unless `--env NAME=VALUE`) and one user_id. For each
 target item count N (cumulative), 20-message chunks of real Claude Code transcripts
-(SWE-ContextBench Lite) are Added by `--concurrency` concurrent clients until N messages are
-stored (the table also holds each session's derived card/step rows: "table rows"); the
-benchmark then waits until the background compactor has run after the last Add (version
-moved, nothing unindexed; read from the table's stats from outside the server), and runs
-`--searches` sequential Searches (the related tasks' problem statements, top_k 100) end to
-end over HTTP, with the server's CPU time per Search. Query embedding alone is timed in this
-process with the same `MiniLMEmbedder` on the same queries; the rest of a Search is reported
-as store+HTTP. At the end the server is stopped and one search per query is split into its
+(SWE-ContextBench Lite) are Added by `--concurrency` concurrent clients (each takes a whole
+session and sends its chunks in order) until N messages are stored (the table also holds
+each session's derived card/step rows: "table rows"); the benchmark then waits until the
+background compactor has folded everything in (nothing unindexed, <= 2 fragments, version
+steady; read from the table's stats from outside the server), and runs `--searches`
+sequential Searches (the related tasks' problem statements, top_k 100) end to end over
+HTTP, with the server's CPU time per Search. Query embedding alone is timed in this process
+with the same `MiniLMEmbedder` and query token limit; the rest of a Search is reported as
+store+HTTP. At the end the server is stopped and one search per query is split into its
 phases in-process (embed, each store call, the rest) on the same data directory.
 
-`--env OMP_WAIT_POLICY=PASSIVE` (or OMP_NUM_THREADS=1): on a 2-core machine shared with
-other jobs, torch's default OpenMP spin-waiting makes one query embedding take ~0.6-0.9 s
-instead of ~60 ms whenever the other core is busy. `--also-default-env` then restarts the
-server on the same data without the OMP_/MKL_ variables and repeats the Searches.
+`--env` also takes process variables (e.g. OMP_NUM_THREADS); `--also-default-env` then
+restarts the server on the same data without the OMP_/MKL_ ones and repeats the Searches.
+`--source DIR` runs a snapshot copy of the project (codemem/, api/, parsers/) instead of the
+checkout, for a long run while others edit the tree.
 """
 
 from __future__ import annotations
@@ -53,7 +55,14 @@ os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation war
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from eval._server import Server, post_retrying, proc_cpu_s, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
+from eval._server import (  # noqa: E402
+    Server,
+    post_retrying,
+    proc_cpu_s,
+    running_server,
+    shield_from_stray_sigterm,
+    use_source,
+)
 
 DATA = Path("/work/shared/data/swe-contextbench-lite")
 TAR = DATA / "trajectories.tar.xz"
@@ -276,11 +285,12 @@ def table_stats(data_dir: str) -> dict[str, int]:
 
 
 def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, object]:
-    """Wait until the server's compactor has run after the last Add: the table version moved
-    past the one the Adds left (only the compactor writes now), every row is indexed, and the
-    version has stayed put for `settle_polls` polls (an optimize makes several commits).
-    Lance keeps an indexed fragment apart from not-yet-indexed ones when it compacts, so a
-    freshly compacted table can hold 2 fragments, not 1."""
+    """Wait until the server's compactor has folded in everything the Adds left: nothing
+    unindexed, at most 2 fragments (Lance keeps an indexed fragment apart from not-yet-indexed
+    ones when it compacts, so a freshly compacted table can hold 2), and the table version
+    unchanged for `settle_polls` polls (an optimize makes several commits). "ran" says
+    whether the compactor committed anything after the Adds (it may have finished before
+    the wait began)."""
     t0 = time.monotonic()
     first = table_stats(data_dir)
     st: dict[str, int] = first
@@ -294,22 +304,31 @@ def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_
             continue
         stable = stable + 1 if st["version"] == last_version else 0
         last_version = st["version"]
-        if st["version"] > first["version"] and st["unindexed_rows"] == 0 and stable >= settle_polls:
-            return {"compacted": True, "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
-    return {"compacted": False, "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
+        if st["unindexed_rows"] == 0 and st["fragments"] <= 2 and stable >= settle_polls:
+            return {"compacted": True, "ran": st["version"] > first["version"],
+                    "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
+    return {"compacted": False, "ran": st.get("version", 0) > first["version"],
+            "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
 
 
 class QueryEmbedTimer:
     """Query embedding alone, in this process, with the service's own embedder."""
 
-    def __init__(self) -> None:
+    def __init__(self, server_env: dict[str, str] | None = None) -> None:
+        from codemem.config import Settings
         from codemem.embedding import MiniLMEmbedder
 
-        self.embedder = MiniLMEmbedder()
+        # The server's settings: its defaults plus the CODEMEM_* values it was given.
+        self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})
+        try:
+            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads)  # type: ignore[call-arg]
+        except (TypeError, AttributeError):  # an embedder without a thread setting
+            self.embedder = MiniLMEmbedder()
         self.embedder.load()
-        self.embedder.embed(["warm up"], 128)
+        self.embedder.embed(["warm up"], self.settings.query_max_tokens)
 
-    def time(self, queries: list[str], n: int, max_tokens: int = 128) -> dict[str, object]:
+    def time(self, queries: list[str], n: int, max_tokens: int | None = None) -> dict[str, object]:
+        max_tokens = max_tokens or self.settings.query_max_tokens
         lat = []
         for i in range(n):
             t0 = time.perf_counter()
@@ -318,7 +337,8 @@ class QueryEmbedTimer:
         return summary_ms(lat)
 
 
-def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedder, top_k: int = 100) -> dict[str, object]:
+def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedder, top_k: int = 100,
+                        server_env: dict[str, str] | None = None) -> dict[str, object]:
     """With the server stopped: one Search per query through the core (`codemem.memory.Memory`)
     on the same data directory, in this process, with the store's and the embedder's methods
     wrapped in timers (whatever Search calls); "other" = the rest (fusion, hit building)."""
@@ -326,7 +346,8 @@ def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedde
     from codemem.memory import Memory
     from codemem.models import SearchRequest
 
-    mem = Memory(Settings.from_env({}, data_dir=data_dir, compact_interval_s=0), embedder=embedder)
+    codemem_env = {k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")}
+    mem = Memory(Settings.from_env(codemem_env, data_dir=data_dir, compact_interval_s=0), embedder=embedder)
     calls: dict[str, list[float]] = {}
     current: dict[str, float] = {}
     depth = [0]
@@ -390,6 +411,7 @@ def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[
         digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
     return {
         "source": str(root), "source_sha256_16": digest.hexdigest()[:16],
+        "source_commit": (root / "HEAD_COMMIT").read_text().strip() if (root / "HEAD_COMMIT").exists() else None,
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
         "platform": platform.platform(), "python": platform.python_version(),
@@ -470,7 +492,7 @@ def print_table(result: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.latency", description=__doc__.split("\n\n")[0])
-    p.add_argument("--items", default="1000,5000", help="cumulative item counts to measure at")
+    p.add_argument("--items", default="1000,20000", help="cumulative item counts to measure at")
     p.add_argument("--chunk", type=int, default=20, help="messages per Add")
     p.add_argument("--searches", type=int, default=200)
     p.add_argument("--concurrency", type=int, default=4)
@@ -498,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     queries = load_queries()
     print(f"loaded {len(sessions)} sessions, {sum(len(m) for _, m in sessions):,} messages, {len(queries)} queries "
           f"in {time.perf_counter() - t_load:.1f} s", flush=True)
-    embed_timer = QueryEmbedTimer()
+    embed_timer = QueryEmbedTimer(env)
     result: dict[str, object] = {
         "conditions": conditions(env, args.source),
         "params": {"items": targets, "chunk": args.chunk, "searches": args.searches, "concurrency": args.concurrency,
@@ -564,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_breakdown:
             print("in-process phase split (server stopped) ...", flush=True)
             try:
-                result["breakdown"] = inprocess_breakdown(data_dir, queries, user_id, embed_timer.embedder)
+                result["breakdown"] = inprocess_breakdown(data_dir, queries, user_id, embed_timer.embedder, server_env=env)
             except Exception as exc:  # noqa: BLE001
                 result["breakdown"] = {"error": f"{type(exc).__name__}: {exc}"}
     finally:

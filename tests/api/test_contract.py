@@ -321,3 +321,22 @@ def test_delete_user_removes_every_memory_of_that_user_only(client: TestClient) 
 
 def test_delete_user_needs_the_key(keyed_client: TestClient) -> None:
     assert keyed_client.delete("/users/u1").status_code == 401
+
+
+GARBAGE = [
+    "\x01\x02\x03 binary-ish \ufffd\ufffd bytes \x7f",
+    "x" * 1_000_000,  # one huge line
+    '{"tool": "Edit", "input": {"file_path": "a.py", "old_string": ',  # truncated JSON tool blob
+    "<function=unknown_tool><parameter=zzz>???</parameter>",  # unknown tool format
+    "Tool call Frobnicate {not json at all",
+    "\u0000 NUL inside text",
+]
+
+
+def test_garbage_content_is_stored_as_text_never_a_500(client: TestClient, memory: Memory) -> None:
+    for i, text in enumerate(GARBAGE):
+        r = client.post("/add", json=add_body(f"g{i}", session_id="garbage", texts=(text, "plain follow-up")))
+        assert r.status_code == 200, (i, r.text[:200])
+    assert stored_messages(memory) == 2 * len(GARBAGE)
+    hits = search(client, "u1", "Frobnicate unknown_tool", top_k=100)
+    assert any("Frobnicate" in c for c in messages(hits))
