@@ -27,12 +27,14 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _offline_memory(settings: Settings) -> Memory:
+    """A Memory for one short command: no background compaction."""
+    return Memory(settings.replace(compact_interval_s=0))
+
+
 def search(settings: Settings, args: argparse.Namespace) -> int:
-    memory = Memory(settings.replace(compact_interval_s=0))
-    try:
+    with _offline_memory(settings) as memory:
         hits = memory.search(SearchRequest(user_id=args.user_id, query=args.query, top_k=args.top_k))
-    finally:
-        memory.close()
     if args.json:
         print(msgspec.json.encode({"data": hits}).decode())
         return 0
@@ -60,21 +62,15 @@ def format_hit(rank: int, hit: Hit, width: int = 100, max_lines: int = 12) -> st
 
 
 def purge(settings: Settings, args: argparse.Namespace) -> int:
-    memory = Memory(settings.replace(compact_interval_s=0))
-    try:
+    with _offline_memory(settings) as memory:
         removed = memory.purge(args.older_than)
-    finally:
-        memory.close()
     print(f"Removed {removed} memories stored more than {args.older_than} ago.")
     return 0
 
 
 def delete_user(settings: Settings, args: argparse.Namespace) -> int:
-    memory = Memory(settings.replace(compact_interval_s=0))
-    try:
+    with _offline_memory(settings) as memory:
         removed = memory.delete_user(args.user_id)
-    finally:
-        memory.close()
     print(f"Removed {removed} memories of user {args.user_id!r}.")
     return 0
 

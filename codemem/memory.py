@@ -59,6 +59,12 @@ class Memory:
         except Exception:  # noqa: BLE001 - a request that needs the model reports it again
             log.exception("embedding model failed to load")
 
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         self.refresher.close()  # deferred rebuilds are written before the writer stops
         self.writer.close()
