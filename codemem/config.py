@@ -23,9 +23,11 @@ class Settings:
     embedder: str = "minilm"
     embed_threads: int = 1
     embed_max_tokens: int = 256
-    # Cards and steps are always embedded. Raw messages are BM25-indexed, and embedded only
-    # when this is on: on a 2-core CPU the model reads ~40 short messages/s, far too slow for
-    # trajectories of hundreds of messages (eval/latency.py measures it).
+    # A session's card is always embedded (its task: later tasks are compared with it). Its
+    # steps and raw messages are BM25- and reference-indexed, and embedded only when these
+    # are on: on a 2-core CPU the model reads ~25 short texts/s, and embedding every step
+    # was 70% of an Add's time (300 trajectories: ~4,800 steps).
+    embed_steps: bool = False
     embed_messages: bool = False
     # A query's first 64 tokens cost ~30 ms to embed on a 2-core CPU, 128 tokens ~50 ms.
     query_max_tokens: int = 64

@@ -23,13 +23,13 @@ from codemem.errors import InvalidInput
 from codemem.experience.types import Experience
 from codemem.models import AddRequest, AddResult, ContentPart, Hit, Message, SearchRequest
 from codemem.ranking.assemble import assemble
+from codemem.ranking.query import parse_query
 from codemem.ranking.rrf import rrf
 from codemem.refresher import SessionRefresher
 from codemem.store.lance import Candidate, Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
-from parsers import extract_text_refs
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class Memory:
         self._inflight_lock = threading.Lock()
         self._session_locks = [threading.Lock() for _ in range(256)]
         self.refresher = SessionRefresher(self.refresh_session)
+        self._histories = sessions.MessageCache()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
 
     def warm_up(self) -> None:
@@ -124,21 +125,33 @@ class Memory:
 
     def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None) -> sessions.Derived | None:
         """The session's card and steps after this Add, or None when the rebuild is deferred."""
-        max_tokens = self.settings.embed_max_tokens
         if experience is not None:
             return sessions.experience_rows(
-                experience, base, self.store, self.embedder, max_tokens, len(req.messages), embed_steps=False
+                experience, base, sessions.stored_derived(self.store, base.session_key), self.embedder,
+                self.settings.embed_max_tokens, len(req.messages), embed_steps=False,
             )
-        total, built = sessions.counts(self.store, base.session_key)
-        if not sessions.rebuild_due(total + len(req.messages), built):
+        before = sessions.state(self.store, base.session_key)
+        if not sessions.rebuild_due(before.messages + len(req.messages), before.built):
+            self._histories.forget(base.session_key)
             return None
-        return sessions.rebuild(self.store, self.embedder, max_tokens, base, req.messages)
+        return self._rebuild(base, before, req.messages)
+
+    def _rebuild(self, base: Row, before: sessions.SessionState, new_messages: list[Message]) -> sessions.Derived:
+        history = self._histories.messages(self.store, base.user_key, base.session_key, before.messages)
+        derived = sessions.rebuild(
+            self.embedder, self.settings.embed_max_tokens, base, before.derived, history, new_messages,
+            self.settings.embed_steps,
+        )
+        # Cached before the write: if the write fails, the store holds fewer messages than
+        # this entry, and the next rebuild reads them back instead.
+        self._histories.put(base.session_key, history + new_messages)
+        return derived
 
     def refresh_session(self, user_id: str, session_id: str) -> None:
         """Rebuild a session's card and steps from everything stored (deferred rebuilds)."""
         base = sessions.base_row(user_id, session_id, int(time.time() * 1000))
         with self._session_lock(base.session_key):
-            self._write_derived(sessions.rebuild(self.store, self.embedder, self.settings.embed_max_tokens, base, []), [])
+            self._write_derived(self._rebuild(base, sessions.state(self.store, base.session_key), []), [])
 
     @staticmethod
     def _result(req: AddRequest, stored: int, duplicate: bool = False) -> AddResult:
@@ -185,17 +198,23 @@ class Memory:
             return []
         where = f"user_key = '{key_of(req.user_id)}'"
         limit = max(req.top_k, self.settings.candidates)
+        query = parse_query(text)
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
-        lexical = self._pool.submit(self.store.fts, text, where, limit)
-        terms = extract_text_refs(text).terms()
-        by_refs = self._pool.submit(self.store.fts, " ".join(terms), where, limit, "refs")
+        lexical = self._pool.submit(self.store.fts, query.bm25, where, limit)
+        by_refs = self._pool.submit(self.store.fts, " ".join(query.refs), where, limit, "refs")
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         dense = self.store.nearest(vector, where, limit)
         fused = rrf([lexical.result(), dense, by_refs.result()])
-        ranked = assemble(fused, lambda keys: self.store.by_ids([sessions.card_id(k) for k in keys]), req.top_k)
+        order = assemble(fused, sessions.card_id, req.top_k)
+        # Only the items returned are read whole.
+        rows = {c.id: c.fields for c in self.store.by_ids([c.id for c in order])}
         # The store filtered by user key already; this re-check costs nothing and makes
         # isolation independent of the hash.
-        own = [c for c in ranked if c.fields["user_id"] == req.user_id]
+        own = [
+            Candidate(id=c.id, score=c.score, fields=rows[c.id])
+            for c in order
+            if c.id in rows and rows[c.id]["user_id"] == req.user_id
+        ]
         return _bounded([_hit(c) for c in own])
 
     # -- data handling --------------------------------------------------------------------
@@ -204,15 +223,18 @@ class Memory:
         """Remove every memory of one user; returns how many items were removed."""
         if not user_id:
             raise InvalidInput("user_id must be a non-empty string")
+        self._histories.clear()
         return self.store.delete(f"user_key = '{key_of(user_id)}'")
 
     def purge(self, older_than: timedelta) -> int:
         """Remove every memory stored more than `older_than` ago, for all users."""
         cutoff = int((datetime.now(UTC) - older_than).timestamp() * 1000)
+        self._histories.clear()
         return self.store.delete(f"created_at < {cutoff}")
 
     def stats(self) -> dict[str, int]:
-        return self.store.stats() | {"pending_writes": self.writer.pending, "compactions": self.compactor.runs}
+        return self.store.stats() | {"pending_writes": self.writer.pending, "compactions": self.compactor.runs,
+                                       "compaction_failures": self.compactor.failures}
 
 
 def _content_json(msg: Message) -> str:

@@ -9,6 +9,9 @@ right after. Vectors of unchanged steps are reused: a rebuild embeds only what c
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import msgspec
 import numpy as np
 
@@ -42,12 +45,28 @@ def base_row(user_id: str, session_id: str, created_at: int) -> Row:
     )
 
 
-def counts(store: Store, session_key: str) -> tuple[int, int]:
-    """(messages stored for the session, messages its current card was built from)."""
-    total = store.count(f"session_key = '{session_key}' AND kind = 'message'")
-    card = store.rows(f"id = '{card_id(session_key)}'", columns=["metadata"], limit=1)
-    built = int(msgspec.json.decode(str(card[0]["metadata"])).get("messages", 0)) if card else 0
-    return total, built
+class SessionState(msgspec.Struct):
+    """What is stored of a session before an Add: its message count and derived rows."""
+
+    messages: int
+    derived: list[dict[str, object]]  # id, kind, metadata and vector of its card and steps
+
+    @property
+    def built(self) -> int:
+        """How many messages the stored card was built from."""
+        card = next((r for r in self.derived if r["kind"] == "card"), None)
+        return int(msgspec.json.decode(str(card["metadata"])).get("messages", 0)) if card else 0
+
+
+def state(store: Store, session_key: str) -> SessionState:
+    return SessionState(
+        messages=store.count(f"session_key = '{session_key}' AND kind = 'message'"),
+        derived=stored_derived(store, session_key),
+    )
+
+
+def stored_derived(store: Store, session_key: str) -> list[dict[str, object]]:
+    return store.rows(derived_scope(session_key), columns=["id", "kind", "metadata", "vector"])
 
 
 def derived_scope(session_key: str) -> str:
@@ -77,6 +96,55 @@ def _message(r: dict[str, object]) -> Message:
     return Message(role=str(r["role"]), content=content, timestamp=int(ts) if ts is not None else None)  # type: ignore[arg-type]
 
 
+class MessageCache:
+    """The messages of recently active sessions, so a rebuild does not read them back.
+
+    An entry is used only when it holds exactly as many messages as the store does, so a
+    failed write, or another process adding to the same session, makes it reload rather
+    than build from a wrong history. Bounded by total characters, least recent out first.
+    """
+
+    def __init__(self, max_chars: int = 64 * 1024 * 1024) -> None:
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, tuple[list[Message], int]] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def messages(self, store: Store, user_key: str, session_key: str, stored: int) -> list[Message]:
+        """The session's `stored` messages, from memory when they are all there."""
+        with self._lock:
+            entry = self._entries.get(session_key)
+            if entry is not None and len(entry[0]) == stored:
+                self._entries.move_to_end(session_key)
+                return list(entry[0])
+        return stored_messages(store, user_key, session_key)
+
+    def put(self, session_key: str, messages: list[Message]) -> None:
+        size = sum(len(m.text) for m in messages)
+        with self._lock:
+            old = self._entries.pop(session_key, None)
+            if old is not None:
+                self._chars -= old[1]
+            if size > self.max_chars:
+                return
+            self._entries[session_key] = (messages, size)
+            self._chars += size
+            while self._chars > self.max_chars:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._chars -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._chars = 0
+
+    def forget(self, session_key: str) -> None:
+        with self._lock:
+            old = self._entries.pop(session_key, None)
+            if old is not None:
+                self._chars -= old[1]
+
+
 class Derived(msgspec.Struct):
     """A session's new derived rows, and what they replace."""
 
@@ -88,16 +156,17 @@ class Derived(msgspec.Struct):
 def experience_rows(
     experience: Experience,
     base: Row,
-    store: Store,
+    stored: list[dict[str, object]],
     embedder: Embedder,
     max_tokens: int,
     message_count: int,
-    embed_steps: bool = True,
+    embed_steps: bool,
 ) -> Derived:
-    """Rows for the card and steps of one session; `base` carries the ids and timestamps.
+    """Rows for the card and steps of one session; `base` carries the ids and timestamps,
+    `stored` the session's derived rows before (their vectors are reused where unchanged).
 
-    With `embed_steps` off only the card gets a vector (steps stay BM25-only): for bulk
-    sources such as git history, where a step per changed file would dominate the cost."""
+    With `embed_steps` off only the card gets a vector and steps stay BM25- and
+    reference-indexed: embedding every step would be most of an Add's cost."""
     card = experience.card
     card_meta = {
         "edited_files": card.edited_files,
@@ -127,7 +196,6 @@ def experience_rows(
     # The card's vector reads the task alone: a later task is compared with earlier tasks,
     # and the task does not change as the session's chunks arrive, so it is embedded once.
     texts = [card.task or card.text] + ([st.text for st in experience.steps] if embed_steps else [])
-    stored = store.rows(derived_scope(base.session_key), columns=["id", "metadata", "vector"])
     _embed(rows[: len(texts)], texts, stored, embedder, max_tokens)
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
@@ -153,9 +221,15 @@ def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], e
 
 
 def rebuild(
-    store: Store, embedder: Embedder, max_tokens: int, base: Row, new_messages: list[Message]
+    embedder: Embedder,
+    max_tokens: int,
+    base: Row,
+    stored: list[dict[str, object]],
+    history: list[Message],
+    new_messages: list[Message],
+    embed_steps: bool,
 ) -> Derived:
-    """The session's card and step rows after `new_messages` join what is stored."""
-    messages = stored_messages(store, base.user_key, base.session_key) + new_messages
+    """The session's card and step rows after `new_messages` join its `history`."""
+    messages = history + new_messages
     experience = build_experience(messages)
-    return experience_rows(experience, base, store, embedder, max_tokens, len(messages))
+    return experience_rows(experience, base, stored, embedder, max_tokens, len(messages), embed_steps)

@@ -18,12 +18,15 @@ MAX_EVIDENCE = 4  # items listed under a card before moving to the next experien
 
 def assemble(
     fused: list[Candidate],
-    fetch_cards: Callable[[list[str]], list[Candidate]],
+    card_of: Callable[[str], str],
     top_k: int,
     max_evidence: int = MAX_EVIDENCE,
 ) -> list[Candidate]:
     """Group `fused` (best first) by session; return cards and evidence in reading order,
-    then the evidence beyond `max_evidence` per session."""
+    then the evidence beyond `max_evidence` per session.
+
+    Every session has a card (written with its first chunk), with the id `card_of(session
+    key)`: a session found by its steps or messages alone gets its card listed too."""
     groups: dict[str, list[Candidate]] = {}
     for cand in fused:
         groups.setdefault(str(cand.fields["session_key"]), []).append(cand)
@@ -32,19 +35,16 @@ def assemble(
         return items[0].score + SUPPORT_WEIGHT * sum(c.score for c in items[1 : 1 + max_evidence])
 
     order = sorted(groups, key=lambda k: session_score(groups[k]), reverse=True)
-    have_card = {k for k, items in groups.items() if any(c.fields["kind"] == "card" for c in items)}
-    # Only sessions that can still make the first top_k items need their card fetched.
-    missing = [k for k in order[:top_k] if k not in have_card]
-    cards = {str(c.fields["session_key"]): c for c in fetch_cards(missing)} if missing else {}
-
     out: list[Candidate] = []
     rest: list[Candidate] = []
     for key in order:
         items = groups[key]
         score = session_score(items)
-        card = next((c for c in items if c.fields["kind"] == "card"), None) or cards.get(key)
+        card = next((c for c in items if c.fields["kind"] == "card"), None)
+        if card is None:
+            card = Candidate(id=card_of(key), score=0.0, fields={"session_key": key, "kind": "card"})
         evidence = [c for c in items if c.fields["kind"] != "card"]
-        for cand in ([card] if card is not None else []) + evidence[:max_evidence]:
+        for cand in [card, *evidence[:max_evidence]]:
             out.append(Candidate(id=cand.id, score=score, fields=cand.fields))
             score *= 0.999  # evidence ranks just under its card, above the next session
         rest.extend(evidence[max_evidence:])

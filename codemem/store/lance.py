@@ -17,6 +17,7 @@ from lancedb.index import FTS, Bitmap, BTree
 
 from codemem.errors import StoreMismatch
 from codemem.store.schema import (
+    CANDIDATE_COLUMNS,
     ITEMS_TABLE,
     META_DIM,
     META_MODEL,
@@ -34,7 +35,7 @@ class Candidate(msgspec.Struct):
 
     id: str
     score: float
-    fields: dict[str, object]  # the RESULT_COLUMNS of the row
+    fields: dict[str, object]  # CANDIDATE_COLUMNS from a retriever, RESULT_COLUMNS from by_ids
 
 
 class Store:
@@ -45,6 +46,8 @@ class Store:
         self.db = lancedb.connect(uri, read_consistency_interval=interval)
         self.schema = items_schema(model, dim)
         self._index_lock = threading.Lock()
+        # Held by whoever commits in this process (the writer, the compactor when it must).
+        self.write_lock = threading.Lock()
         self.table = self._open_or_create(model, dim)
 
     def _open_or_create(self, model: str, dim: int) -> lancedb.table.Table:
@@ -77,7 +80,7 @@ class Store:
                 table.create_index("refs", config=refs, name="refs_idx")
             # Scalar indexes keep the pre-filters (user, session, kind) and id lookups from
             # scanning the table; rows added since the last compaction are scanned as usual.
-            for column, config in (("user_key", Bitmap()), ("kind", Bitmap()),
+            for column, config in (("user_key", Bitmap()), ("kind", Bitmap()), ("has_vector", Bitmap()),
                                    ("session_key", BTree()), ("id", BTree()), ("request_key", BTree())):
                 if f"{column}_idx" not in names:
                     table.create_index(column, config=config, name=f"{column}_idx")
@@ -137,7 +140,7 @@ class Store:
         hits = (
             self.table.search(text, query_type="fts", fts_columns=column)
             .where(where, prefilter=True)
-            .select(RESULT_COLUMNS)
+            .select([*CANDIDATE_COLUMNS, "_score"])
             .limit(limit)
             .to_list()
         )
@@ -148,7 +151,7 @@ class Store:
             self.table.search(vector, query_type="vector", vector_column_name="vector")
             .distance_type("cosine")
             .where(f"({where}) AND has_vector", prefilter=True)
-            .select(RESULT_COLUMNS)
+            .select([*CANDIDATE_COLUMNS, "_distance"])
             .limit(limit)
             .to_list()
         )

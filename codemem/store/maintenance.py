@@ -4,6 +4,11 @@ Group commit bounds the fragments concurrent Adds create, but a steady trickle o
 Adds still makes one fragment each; this thread folds them together (and into the FTS
 index) every `interval_s` once `min_writes` commits have piled up, or as soon as writes go
 quiet (a round with no new commit) so the tail never lingers unindexed.
+
+A compaction rewrites fragments, and LanceDB refuses its commit when an upsert or delete
+touched one of them meanwhile: under a steady stream of Adds most rounds failed that way
+(10 of 15 while ingesting 20k messages) and fragments piled up. A round runs alongside the
+writes; after a failure the next round holds the store's write lock, so it always lands.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class Compactor:
         self.commits_since = 0
         self.runs = 0
         self.last_error: str | None = None
+        self.failures = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="codemem-compactor", daemon=True)
@@ -42,13 +48,19 @@ class Compactor:
     def run_once(self) -> None:
         with self._lock:
             self.commits_since = 0
+        exclusive = self.last_error is not None
         try:
-            self.store.optimize(KEEP_VERSIONS_FOR)
+            if exclusive:
+                with self.store.write_lock:
+                    self.store.optimize(KEEP_VERSIONS_FOR)
+            else:
+                self.store.optimize(KEEP_VERSIONS_FOR)
             self.runs += 1
             self.last_error = None
-        except Exception as exc:  # a failed round (e.g. a conflicting delete) is retried next round
+        except Exception as exc:  # a failed round (e.g. a conflicting upsert) is retried next round
+            self.failures += 1
             self.last_error = type(exc).__name__
-            log.warning("compaction failed: %s", type(exc).__name__)
+            log.info("compaction round failed (%s); the next one holds the write lock", type(exc).__name__)
 
     def stop(self) -> None:
         self._stop.set()

@@ -111,7 +111,8 @@ class GroupWriter:
         """Run one commit for `group`; on failure each caller gets the error. With `resolve`,
         callers are answered on success too (else a further commit of theirs follows)."""
         try:
-            action()
+            with self.store.write_lock:
+                action()
         except Exception as exc:  # the writer thread must survive; each caller gets the error
             log.exception("store write failed")
             for _, fut in group:

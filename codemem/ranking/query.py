@@ -1,0 +1,67 @@
+"""A task text turned into what the retrievers look for.
+
+Issue bodies run to thousands of words: templates ("Description", "Steps to reproduce"),
+environment lists, logs, tracebacks. Sent whole to BM25, every word is a posting list to
+merge (p95 140 ms at 20k items, against 16 ms for 48 words) and boilerplate votes as much
+as the words that name the problem. The query keeps its code references whole (for the
+references index) and its MAX_WORDS most telling words: those of its code references
+first, then the words the text repeats, then the earliest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from parsers import extract_text_refs
+
+MAX_WORDS = 48
+MAX_REFS = 64
+
+# Split as the index's "simple" tokenizer does (on anything not a letter or digit).
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+# English function words and the words of issue templates and bug-report boilerplate:
+# they occur in nearly every task, so they only add cost and noise.
+_IGNORED = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself just
+    let me more most my no nor not now of off on once only or other our out over own same she
+    should so some such than that the their them then there these they this those through to too
+    under until up us very was we were what when where which while who whom why will with would
+    you your yes get got use used using way like want make made see seems seem think thing things
+    one two new now still even well also currently instead actually however something anything
+    description describe described issue issues bug bugs problem report reported reproduce
+    reproduced reproduction steps step expected behavior behaviour actual result results output
+    outputs version versions environment env system os platform python information info
+    example examples minimal code following below above please thanks thank hi hello work works
+    working happen happens happened case cases note notes see also additional context ticket
+    fixed fix fixes patch pull request pr summary motivation proposal solution alternatives
+    """.split()
+)
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    words: list[str]  # for BM25 over item text, lowercase, at most MAX_WORDS
+    refs: list[str]  # code-reference keys, for the references index
+
+    @property
+    def bm25(self) -> str:
+        return " ".join(self.words)
+
+
+def parse_query(text: str) -> Query:
+    refs = extract_text_refs(text).terms()[:MAX_REFS]
+    tokens = [t.lower() for t in _WORD.findall(text)]
+    counts = Counter(t for t in tokens if len(t) > 2 and t not in _IGNORED and not t.isdigit())
+    first: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        first.setdefault(t, i)
+    from_refs = {t.lower() for ref in refs for t in _WORD.findall(ref)}
+    ranked = sorted(counts, key=lambda t: (t not in from_refs, -counts[t], first[t]))
+    return Query(text=text, words=ranked[:MAX_WORDS], refs=refs)

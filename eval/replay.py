@@ -1,0 +1,477 @@
+"""Retrieval replay of SWE-ContextBench Lite through the real HTTP service, with baselines.
+
+    python -m eval.replay                                   # everything (about an hour on 2 cores)
+    python -m eval.replay --smoke                           # 3 tasks, 7 trajectories: a few minutes
+    python -m eval.replay --rendering plain --chunk 10 --keep /tmp/replay-plain
+    python -m eval.replay --reuse /tmp/replay-plain --conditions noisy-all,absent
+
+Every trajectory is rendered by eval's own renderer (`--rendering`: default = tool calls as
+JSON, plain = prose without JSON, noreasoning = default without thinking blocks) and Added in
+chunks of `--chunk` messages, one session_id per trajectory (its instance_id), `--concurrency`
+sessions at a time, each session's chunks in order. Each condition is its own user_id in one
+server: `relevant:<task>` (only the task's gold trajectories), `repo:<repo>` (noisy-repo: all
+trajectories of the task's repository), `all` (noisy-all: all 300) and `absent` (all minus the
+gold of every labelled task). Each labelled task's problem_statement is searched (top_k 100)
+in each condition; the same corpora are searched in-process by three baselines (BM25 over
+trajectories, BM25 over messages, MiniLM over ~256-token chunks) and all are scored by the
+same code at trajectory level (each item's session_id). Writes `<out>.json` (raw figures),
+`<out>.md` (table) and `<out>.png` (plot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import msgspec
+
+from eval._replay_baselines import (
+    BASELINES,
+    DenseChunks,
+    Tokenizer,
+    message_index,
+    trajectory_index,
+)
+from eval._replay_data import (
+    CONDITION_KINDS,
+    DEFAULT_DATA,
+    RENDERINGS,
+    Condition,
+    Task,
+    Trajectory,
+    build_conditions,
+    iter_trajectories,
+    load_tasks,
+    parse_kinds,
+    smoke_selection,
+    trajectory_lines,
+    trajectory_repos,
+)
+from eval._replay_metrics import (
+    TOKEN_NOTE,
+    Item,
+    QueryScore,
+    count_tokens,
+    percentile,
+    score_query,
+    summarize_all,
+)
+from eval._replay_report import LEGEND, markdown, plot, text_table
+from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MANIFEST = "replay-manifest.json"
+DEFAULT_CACHE = REPO_ROOT / "eval" / "results" / "tmp" / "replay-cache"  # gitignored
+TOP_K = 100
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+# -- plan -------------------------------------------------------------------------------------
+
+@dataclass
+class Plan:
+    """What one run covers: the tasks searched, the memories (user_ids) and their trajectories."""
+
+    tasks: list[Task]
+    conditions: list[Condition]
+    trajectories: dict[str, Trajectory]
+
+    @property
+    def task_by_id(self) -> dict[str, Task]:
+        return {t.instance_id: t for t in self.tasks}
+
+
+def make_plan(data: Path, rendering: str, kinds: Sequence[str], n_tasks: int | None, smoke: bool) -> Plan:
+    all_tasks = load_tasks(data)
+    repos = trajectory_repos(data)
+    all_gold = {g for t in all_tasks for g in t.gold}
+    if smoke:
+        tasks, universe = smoke_selection(all_tasks, repos, trajectory_lines(data), all_gold)
+    else:
+        tasks, universe = all_tasks[:n_tasks] if n_tasks else all_tasks, set(repos)
+    conditions = build_conditions(tasks, repos, universe, all_gold, kinds)
+    wanted = {i for c in conditions for i in c.trajectories}
+    trajs = {t.instance_id: t for t in iter_trajectories(data, rendering, wanted)}
+    return Plan(tasks, conditions, trajs)
+
+
+# -- data dir and manifest --------------------------------------------------------------------
+
+class Manifest(msgspec.Struct):
+    """What an ingested data dir holds, so `--reuse` never scores a mismatching memory."""
+
+    rendering: str
+    chunk: int
+    users: dict[str, list[str]]  # user_id -> trajectory instance_ids
+    data: str
+    created_utc: str
+    add_errors: int = 0
+
+
+def manifest_for(plan: Plan, args: argparse.Namespace, add_errors: int) -> Manifest:
+    return Manifest(rendering=args.rendering, chunk=args.chunk,
+                    users={c.user_id: list(c.trajectories) for c in plan.conditions}, data=str(args.data),
+                    created_utc=datetime.now(UTC).isoformat(timespec="seconds"), add_errors=add_errors)
+
+
+def check_reusable(path: Path, plan: Plan, args: argparse.Namespace) -> Manifest:
+    """The manifest of `path`; raises SystemExit when it does not hold what this run needs."""
+    f = path / MANIFEST
+    if not f.exists():
+        raise SystemExit(f"--reuse {path}: no {MANIFEST} (not a finished replay ingest)")
+    m = msgspec.json.decode(f.read_bytes(), type=Manifest)
+    problems = []
+    if (m.rendering, m.chunk) != (args.rendering, args.chunk):
+        problems.append(f"ingested with rendering={m.rendering} chunk={m.chunk}, asked {args.rendering}/{args.chunk}")
+    for c in plan.conditions:
+        if m.users.get(c.user_id) != list(c.trajectories):
+            problems.append(f"user_id {c.user_id!r} holds other trajectories (or none)")
+    if problems:
+        raise SystemExit(f"--reuse {path} does not match this run:\n  " + "\n  ".join(problems[:10]))
+    if m.add_errors:
+        log(f"warning: {path} was ingested with {m.add_errors} failed Adds")
+    return m
+
+
+# -- ingest -----------------------------------------------------------------------------------
+
+@dataclass
+class IngestReport:
+    sessions: int = 0
+    chunks: int = 0
+    messages: int = 0
+    wall_s: float = 0.0
+    add_p50_ms: float | None = None
+    add_p95_ms: float | None = None
+    errors: list[str] = field(default_factory=list)
+    reused: bool = False
+    server_restarts: int = 0
+
+
+def post_add(client: httpx.Client, srv: Server, body: dict[str, object], attempts: int = 6) -> tuple[str | None, float]:
+    """One Add, retried like the platform does (same request_id and body) on 408/409/425/429/5xx."""
+    r, dt = post_retrying(client, srv, "/add", body)
+    for attempt in range(attempts):
+        if r.status_code not in RETRY_STATUS:
+            break
+        time.sleep(min(8.0, 0.5 * 2 ** attempt))
+        r, dt = post_retrying(client, srv, "/add", body)
+    if r.status_code == 200 and r.json().get("success") is True:
+        return None, dt
+    return f"{body['user_id']} {body['request_id']}: HTTP {r.status_code} {r.text[:200]}", dt
+
+
+def ingest(srv: Server, plan: Plan, chunk: int, concurrency: int) -> IngestReport:
+    """Every (user_id, trajectory) of the plan, `concurrency` sessions at a time."""
+    units = [(c.user_id, plan.trajectories[i]) for c in plan.conditions for i in c.trajectories]
+    rep = IngestReport(sessions=len(units))
+    lat: list[float] = []
+    lock = threading.Lock()
+    done = [0]
+
+    def send(unit: tuple[str, Trajectory]) -> None:
+        user, traj = unit
+        msgs = [msgspec.to_builtins(m) for m in traj.messages]
+        with httpx.Client(timeout=1800.0, trust_env=False) as client:
+            for start in range(0, len(msgs), chunk):
+                body = {"user_id": user, "session_id": traj.instance_id, "request_id": f"replay:{user}:{traj.instance_id}:{start}",
+                        "messages": msgs[start:start + chunk]}
+                try:
+                    err, dt = post_add(client, srv, body)
+                except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+                    err, dt = f"{user} {traj.instance_id}: {type(exc).__name__}: {exc}", 0.0
+                with lock:
+                    rep.chunks += 1
+                    rep.messages += len(body["messages"])  # type: ignore[arg-type]
+                    if err:
+                        rep.errors.append(err)
+                    else:
+                        lat.append(dt)
+        with lock:
+            done[0] += 1
+            if done[0] % max(1, len(units) // 20) == 0 or done[0] == len(units):
+                log(f"  ingest {done[0]}/{len(units)} sessions, {rep.messages:,} messages, "
+                    f"{time.perf_counter() - t0:.0f} s, {len(rep.errors)} errors")
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(send, units))
+    rep.wall_s = time.perf_counter() - t0
+    rep.add_p50_ms, rep.add_p95_ms = (None if not lat else percentile([x * 1000 for x in lat], q) for q in (50, 95))
+    rep.server_restarts = srv.restarts
+    return rep
+
+
+def wait_settled(data_dir: str, timeout_s: float) -> dict[str, object]:
+    """Let the server's background compactor finish before timing Searches (read from
+    outside, as eval.latency does); best effort."""
+    if timeout_s <= 0:
+        return {"skipped": True}
+    try:
+        from eval.latency import wait_compacted
+
+        return wait_compacted(data_dir, timeout_s)
+    except Exception as exc:  # noqa: BLE001 - a storage layout we cannot read: just go on
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+# -- codemem searches -------------------------------------------------------------------------
+
+@dataclass
+class ContractCheck:
+    """Oddities seen in Search responses (reported, not fixed)."""
+
+    over_top_k: int = 0
+    missing_id_or_content: int = 0
+    missing_session_id: int = 0
+    duplicate_ids: int = 0
+    scores_not_descending: int = 0
+    http_errors: list[str] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        out = [f"{v} responses with {k.replace('_', ' ')}" for k, v in asdict(self).items() if isinstance(v, int) and v]
+        if self.http_errors:
+            out.append(f"{len(self.http_errors)} Search errors, first: {self.http_errors[0]}")
+        return out
+
+    def check(self, data: list[dict[str, object]]) -> None:
+        self.over_top_k += len(data) > TOP_K
+        self.missing_id_or_content += any(not h.get("id") or not h.get("content") for h in data)
+        self.missing_session_id += any(not h.get("session_id") for h in data)
+        self.duplicate_ids += len({h.get("id") for h in data}) != len(data)
+        scores = [h.get("score") for h in data if isinstance(h.get("score"), int | float)]
+        self.scores_not_descending += any(a < b for a, b in zip(scores, scores[1:], strict=False))  # type: ignore[operator]
+
+
+def search_codemem(srv: Server, plan: Plan, check: ContractCheck, warmup: int = 3) -> tuple[list[QueryScore], list[dict]]:
+    """Every task in every condition, sequentially, timed end to end; also the top sessions
+    of each answer (raw, for the JSON)."""
+    scores, raw = [], []
+    tasks = plan.task_by_id
+    with httpx.Client(timeout=300.0, trust_env=False) as client:
+        for i in range(warmup):
+            c = plan.conditions[i % len(plan.conditions)]
+            post_retrying(client, srv, "/search", {"user_id": c.user_id, "query": tasks[c.tasks[0]].query, "top_k": TOP_K})
+        for c in plan.conditions:
+            for tid in c.tasks:
+                task = tasks[tid]
+                r, dt = post_retrying(client, srv, "/search", {"user_id": c.user_id, "query": task.query, "top_k": TOP_K})
+                if r.status_code != 200:
+                    check.http_errors.append(f"{c.user_id} {tid}: HTTP {r.status_code} {r.text[:200]}")
+                    data: list[dict] = []
+                else:
+                    data = r.json().get("data", [])
+                    check.check(data)
+                items = [Item(str(h.get("session_id", "")), count_tokens(h.get("content"))) for h in data]
+                gold = task.gold if c.kind != "absent" else frozenset()
+                scores.append(score_query("codemem", c.kind, tid, items, gold, dt * 1000))
+                raw.append({"condition": c.kind, "user_id": c.user_id, "task": tid,
+                            "top_sessions": [h.get("session_id") for h in data[:10]],
+                            "top_tokens": [round(it.tokens) for it in items[:10]],
+                            "top_kinds": [(h.get("metadata") or {}).get("kind") for h in data[:10]]})
+    return scores, raw
+
+
+# -- baselines --------------------------------------------------------------------------------
+
+def run_baselines(plan: Plan, systems: Sequence[str], cache_file: Path) -> tuple[list[QueryScore], dict[str, object]]:
+    """The in-process baselines over each condition's own corpus, scored like codemem."""
+    scores: list[QueryScore] = []
+    info: dict[str, object] = {}
+    tasks = plan.task_by_id
+    tok = Tokenizer()
+    dense = None
+    if "dense-chunk" in systems:
+        dense = DenseChunks([plan.trajectories[i] for i in sorted(plan.trajectories)], cache_file, log)
+        dense.query_vector("warm up")
+        info["dense"] = {"chunks": len(dense.docs), "cached_chunks": dense.cached, "embed_s": round(dense.embed_s, 1),
+                         "cache": str(cache_file)}
+    for c in plan.conditions:
+        trajs = [plan.trajectories[i] for i in c.trajectories]
+        indexes: dict[str, Callable[[str], list[Item]]] = {}
+        if "bm25-traj" in systems:
+            idx_t = trajectory_index(trajs, tok)
+            indexes["bm25-traj"] = lambda tid, ix=idx_t: ix.search(tok(tasks[tid].query), TOP_K)
+        if "bm25-msg" in systems:
+            idx_m = message_index(trajs, tok)
+            indexes["bm25-msg"] = lambda tid, ix=idx_m: ix.search(tok(tasks[tid].query), TOP_K)
+        if dense is not None:
+            indexes["dense-chunk"] = lambda tid, d=dense, c=c: d.search(d.query_vector(tasks[tid].query), c.trajectories, TOP_K)
+        for name, search in indexes.items():
+            for tid in c.tasks:
+                t0 = time.perf_counter()
+                items = search(tid)
+                dt = (time.perf_counter() - t0) * 1000
+                gold = tasks[tid].gold if c.kind != "absent" else frozenset()
+                scores.append(score_query(name, c.kind, tid, items, gold, dt))
+        if len(plan.conditions) < 20 or c.kind != "relevant":
+            log(f"  baselines done for {c.user_id} ({len(trajs)} trajectories)")
+    return scores, info
+
+
+# -- run conditions and output ----------------------------------------------------------------
+
+def git_head() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=REPO_ROOT).stdout.strip() or None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def git_dirty() -> bool | None:
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "codemem", "api", "parsers"], capture_output=True,
+                             text=True, timeout=5, cwd=REPO_ROOT).stdout
+        return bool(out.strip())
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def run_info(args: argparse.Namespace, argv: Sequence[str], plan: Plan) -> dict[str, object]:
+    return {
+        "date_utc": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
+        "loadavg_at_start": os.getloadavg(), "git_head": git_head(), "service_tree_dirty": git_dirty(),
+        "command": "python -m eval.replay " + " ".join(argv),
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "tasks": len(plan.tasks), "trajectories": len(plan.trajectories),
+        "user_ids": {c.kind: sum(1 for x in plan.conditions if x.kind == c.kind) for c in plan.conditions},
+        "top_k": TOP_K, "token_note": TOKEN_NOTE,
+    }
+
+
+def write_outputs(out: Path, result: dict[str, object], summaries: list, notes: list[str]) -> None:
+    info = result["run"]
+    header = (f"{info['date_utc']}, {info['cpu_count']} cores, git {str(info['git_head'])[:10]}"  # type: ignore[index]
+              f"{' (+ uncommitted service edits)' if info['service_tree_dirty'] else ''}; "  # type: ignore[index]
+              f"{info['tasks']} labelled tasks, {info['trajectories']} trajectories; "  # type: ignore[index]
+              f"rendering {info['args']['rendering']}, {info['args']['chunk']}-message Adds.")  # type: ignore[index]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{out}.json").write_text(json.dumps(result, indent=1, default=str))
+    Path(f"{out}.md").write_text(markdown(summaries, str(info["command"]), header, notes))  # type: ignore[index]
+    plot(summaries, Path(f"{out}.png"), f"Retrieval replay, SWE-ContextBench Lite\n{header}")
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m eval.replay", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the swe-contextbench-lite folder")
+    p.add_argument("--rendering", choices=RENDERINGS, default="default")
+    p.add_argument("--chunk", type=int, default=34, help="messages per Add")
+    p.add_argument("--concurrency", type=int, default=8, help="sessions Added at a time")
+    p.add_argument("--conditions", default=",".join(CONDITION_KINDS),
+                   help=f"comma-separated subset of {','.join(CONDITION_KINDS)} (repo/all accepted)")
+    p.add_argument("--tasks", type=int, default=None, help="only the first N labelled tasks")
+    p.add_argument("--smoke", action="store_true", help="3 tasks, their gold trajectories and 4 others")
+    p.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated subset, or 'none'")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--keep", type=Path, default=None, help="ingest into this (new or empty) dir and keep it")
+    group.add_argument("--reuse", type=Path, default=None, help="serve this already-ingested dir; skip ingest")
+    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where dense chunk embeddings are cached")
+    p.add_argument("--compact-timeout", type=float, default=300.0,
+                   help="max seconds to wait for the server's compactor before searching (0: don't)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="server setting, e.g. CODEMEM_X=1")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output prefix: writes PREFIX.json, .md, .png (default eval/results/replay; "
+                        "--smoke: eval/results/tmp/replay-smoke)")
+    args = p.parse_args(argv)
+    try:
+        args.kinds = parse_kinds(args.conditions)
+    except ValueError as exc:
+        p.error(str(exc))
+    args.systems = [] if args.baselines == "none" else [b.strip() for b in args.baselines.split(",") if b.strip()]
+    if bad := [b for b in args.systems if b not in BASELINES]:
+        p.error(f"unknown baseline(s) {bad}; choose from {BASELINES}")
+    if args.out is None:
+        args.out = REPO_ROOT / "eval" / "results" / ("tmp/replay-smoke" if args.smoke else "replay")
+    if args.keep and args.keep.exists() and any(args.keep.iterdir()):
+        p.error(f"--keep {args.keep} is not empty (use --reuse to serve an ingested dir)")
+    return args
+
+
+def serve_and_search(plan: Plan, args: argparse.Namespace) -> tuple[list[QueryScore], list[dict], dict[str, object], ContractCheck]:
+    """Start the service on the chosen data dir, ingest unless reusing, search every condition."""
+    if args.reuse:
+        check_reusable(args.reuse, plan, args)
+    data_dir = args.reuse or args.keep or Path(tempfile.mkdtemp(prefix="cmbench-replay-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(kv.split("=", 1) for kv in args.env)
+    check = ContractCheck()
+    served: dict[str, object] = {"data_dir": str(data_dir), "kept": bool(args.reuse or args.keep), "server_env": env}
+    try:
+        with running_server(data_dir=str(data_dir), env=env) as srv:
+            log(f"server {srv.url} (pid {srv.pid}, data {data_dir}, log {srv.log_path})")
+            if args.reuse:
+                rep = IngestReport(reused=True)
+            else:
+                log(f"ingesting {sum(len(c.trajectories) for c in plan.conditions)} sessions into "
+                    f"{len(plan.conditions)} user_ids ({args.chunk}-message Adds, {args.concurrency} at a time) ...")
+                rep = ingest(srv, plan, args.chunk, args.concurrency)
+                log(f"ingest: {rep.chunks} Adds, {rep.messages:,} messages in {rep.wall_s:.0f} s; "
+                    f"Add p50 {rep.add_p50_ms or 0:.0f} ms p95 {rep.add_p95_ms or 0:.0f} ms; {len(rep.errors)} errors")
+                (data_dir / MANIFEST).write_bytes(msgspec.json.encode(manifest_for(plan, args, len(rep.errors))))
+            served["ingest"] = asdict(rep) | {"errors": rep.errors[:20], "n_errors": len(rep.errors)}
+            served["settle"] = wait_settled(str(data_dir), args.compact_timeout)
+            log(f"searching {sum(len(c.tasks) for c in plan.conditions)} queries ...")
+            scores, raw = search_codemem(srv, plan, check)
+            served["server_restarts"] = srv.restarts
+            served["log"] = srv.log_path
+    finally:
+        if not (args.reuse or args.keep):
+            shutil.rmtree(data_dir, ignore_errors=True)
+    return scores, raw, served, check
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    shield_from_stray_sigterm()
+    t0 = time.perf_counter()
+    plan = make_plan(args.data, args.rendering, args.kinds, args.tasks, args.smoke)
+    n_msgs = sum(len(t.messages) for t in plan.trajectories.values())
+    log(f"{len(plan.tasks)} tasks, {len(plan.trajectories)} trajectories ({n_msgs:,} messages, rendering "
+        f"{args.rendering}), {len(plan.conditions)} user_ids, loaded in {time.perf_counter() - t0:.0f} s")
+    info = run_info(args, argv, plan)
+    scores, raw, served, check = serve_and_search(plan, args)
+    baseline_info: dict[str, object] = {}
+    if args.systems:
+        log(f"baselines {', '.join(args.systems)} ...")
+        cache_file = args.cache / f"dense-{args.rendering}-minilm-256.npz"
+        more, baseline_info = run_baselines(plan, args.systems, cache_file)
+        scores += more
+    summaries = summarize_all(scores)
+    notes = check.notes() + ([f"{served['ingest']['n_errors']} Adds failed"]  # type: ignore[index]
+                             if served.get("ingest", {}).get("n_errors") else [])  # type: ignore[union-attr]
+    info["loadavg_at_end"] = os.getloadavg()
+    info["wall_s"] = round(time.perf_counter() - t0, 1)
+    result = {"run": info, "service": served, "baselines": baseline_info, "contract_notes": notes,
+              "summary": [s.as_dict() for s in summaries], "queries": [asdict(s) for s in scores], "codemem_raw": raw}
+    write_outputs(args.out, result, summaries, notes)
+    print()
+    print(text_table(summaries))
+    print(f"({LEGEND})")
+    for n in notes:
+        print(f"note: {n}")
+    print(f"\nwrote {args.out}.json, .md, .png in {info['wall_s'] / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
