@@ -45,7 +45,7 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def format_hit(rank: int, hit: Hit, width: int = 100, max_lines: int = 12) -> str:
+def format_hit(rank: int, hit: Hit, width: int = 100, max_lines: int = 16) -> str:
     """A readable block for a person: rank, score, where it came from, then the text."""
     meta = hit.metadata
     kind = meta.get("kind", "item")
@@ -55,7 +55,7 @@ def format_hit(rank: int, hit: Hit, width: int = 100, max_lines: int = 12) -> st
     )
     lines = []
     for line in text.strip().splitlines():
-        lines.extend(textwrap.wrap(line, width) or [""])
+        lines.extend(textwrap.wrap(line, width))  # blank lines dropped: a terminal is short
     more = f"\n    ... ({len(lines) - max_lines} more lines)" if len(lines) > max_lines else ""
     body = "\n".join("    " + line for line in lines[:max_lines])
     return f"{head}\n{body}{more}\n"

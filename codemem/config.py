@@ -41,6 +41,11 @@ class Settings:
     compact_min_writes: int = 50
     # Search.
     candidates: int = 200
+    # A Search answer is read by a model with a limited window: it stops at this many
+    # tokens (~4 characters each; 0 = top_k alone bounds it), and no single item is longer
+    # than max_item_chars (its head and tail are kept).
+    search_token_budget: int = 32_000
+    max_item_chars: int = 6_000
     max_body_bytes: int = 30 * 1024 * 1024
     max_image_bytes: int = 10 * 1024 * 1024
     log_level: str = "info"

@@ -6,7 +6,6 @@ blocking and thread-safe; the HTTP edge calls them from worker threads.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -15,18 +14,18 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
-from codemem import sessions
+from codemem import answer, sessions
 from codemem.config import Settings
 from codemem.content import validate_add, validate_search
 from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput
 from codemem.experience.types import Experience
-from codemem.models import AddRequest, AddResult, ContentPart, Hit, Message, SearchRequest
-from codemem.ranking.assemble import assemble
+from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
+from codemem.ranking.assemble import group, session_scores
 from codemem.ranking.query import parse_query
 from codemem.ranking.rrf import rrf
 from codemem.refresher import SessionRefresher
-from codemem.store.lance import Candidate, Store
+from codemem.store.lance import Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
@@ -34,8 +33,9 @@ from codemem.store.writer import Append, GroupWriter, Upsert
 log = logging.getLogger(__name__)
 
 _ENCODER = msgspec.json.Encoder()
-# The contract caps a Search response at 30 MiB; stay clear of it with room for the envelope.
-MAX_RESPONSE_BYTES = 29 * 1024 * 1024
+# The query's nearest cards (task to task) weigh more than its BM25 and reference matches:
+# measured on the 62 labelled SWE-ContextBench tasks (eval/replay.py).
+DENSE_WEIGHT = 1.5
 
 
 class Memory:
@@ -52,6 +52,7 @@ class Memory:
         self.refresher = SessionRefresher(self.refresh_session)
         self._histories = sessions.MessageCache()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
+        self.shape = answer.Shape(settings.search_token_budget, settings.max_item_chars)
 
     def warm_up(self) -> None:
         """Load the model now rather than on the first request."""
@@ -204,18 +205,10 @@ class Memory:
         by_refs = self._pool.submit(self.store.fts, " ".join(query.refs), where, limit, "refs")
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         dense = self.store.nearest(vector, where, limit)
-        fused = rrf([lexical.result(), dense, by_refs.result()])
-        order = assemble(fused, sessions.card_id, req.top_k)
-        # Only the items returned are read whole.
-        rows = {c.id: c.fields for c in self.store.by_ids([c.id for c in order])}
-        # The store filtered by user key already; this re-check costs nothing and makes
-        # isolation independent of the hash.
-        own = [
-            Candidate(id=c.id, score=c.score, fields=rows[c.id])
-            for c in order
-            if c.id in rows and rows[c.id]["user_id"] == req.user_id
-        ]
-        return _bounded([_hit(c) for c in own])
+        lists = [(1.0, lexical.result()), (DENSE_WEIGHT, dense), (1.0, by_refs.result())]
+        items = rrf([items for _, items in lists])  # orders each session's evidence
+        groups = group(items, session_scores(lists), sessions.card_id, req.top_k)
+        return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self.shape)
 
     # -- data handling --------------------------------------------------------------------
 
@@ -243,28 +236,3 @@ def _content_json(msg: Message) -> str:
     return _ENCODER.encode(msg.content).decode()
 
 
-def _hit(c: Candidate) -> Hit:
-    f = c.fields
-    raw_content = str(f["content"])
-    content = msgspec.json.decode(raw_content, type=list[ContentPart]) if raw_content else str(f["text"])
-    meta = json.loads(str(f["metadata"])) if f["metadata"] else {}
-    meta.update({"kind": f["kind"], "role": f["role"], "position": f["position"], "timestamp": f["timestamp"]})
-    created = datetime.fromtimestamp(int(f["created_at"]) / 1000, UTC).isoformat(timespec="milliseconds")
-    return Hit(
-        id=c.id,
-        content=content,
-        score=round(c.score, 6),
-        created_at=created.replace("+00:00", "Z"),
-        session_id=str(f["session_id"]),
-        metadata=meta,
-    )
-
-
-def _bounded(hits: list[Hit]) -> list[Hit]:
-    """Cut the list where its encoded size would pass the response cap."""
-    total = 0
-    for i, h in enumerate(hits):
-        total += len(_ENCODER.encode(h.content)) + 256
-        if total > MAX_RESPONSE_BYTES:
-            return hits[:i]
-    return hits

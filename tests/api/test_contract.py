@@ -9,6 +9,7 @@ import pytest
 from litestar.testing import TestClient
 
 from codemem.memory import Memory
+from tests.answers import message_texts
 from tests.conftest import add_body
 
 CODE_TEXTS = (
@@ -18,9 +19,8 @@ CODE_TEXTS = (
 )
 
 
-def messages(hits: list[dict]) -> list:
-    """The raw-message items of a result (cards and steps are derived from them)."""
-    return [h["content"] for h in hits if h["metadata"]["kind"] == "message"]
+def messages(hits: list[dict]) -> list[str]:
+    return message_texts(hits)
 
 
 def stored_messages(memory: Memory) -> int:
@@ -73,11 +73,14 @@ def test_search_items_have_contract_fields_and_decreasing_scores(client: TestCli
 def test_top_k_bounds_the_result_and_empty_memory_gives_empty_data(client: TestClient) -> None:
     assert search(client, "nobody", "anything at all") == []
     client.post("/add", json=add_body("r1", texts=CODE_TEXTS))
+    for i in range(3):  # more experiences than top_k
+        client.post("/add", json=add_body(f"x{i}", session_id=f"other-{i}", texts=(f"QuerySet note {i}",)))
     assert len(search(client, "u1", "QuerySet", top_k=2)) == 2
     assert len(search(client, "u1", "QuerySet", top_k=1)) == 1
     everything = search(client, "u1", "QuerySet", top_k=1_000_000_000)
-    assert sorted(messages(everything)) == sorted(CODE_TEXTS)
-    assert len(everything) == len(CODE_TEXTS) + 1  # the session's card, then its messages
+    notes = [f"QuerySet note {i}" for i in range(3)]
+    assert sorted(messages(everything)) == sorted([*CODE_TEXTS, *notes])
+    assert len(everything) == 4  # one item per experience: its card, its messages inlined
 
 
 def test_retry_with_same_request_id_stores_nothing_twice(client: TestClient, memory: Memory) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.answers import message_texts
 from tests.conftest import add_body
 from tests.server import Server
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.slow
 def _search_all(url: str, user_id: str) -> set[str]:
     r = httpx.post(url + "/search", json={"query": "edited file test", "user_id": user_id, "top_k": 100_000}, timeout=60)
     assert r.status_code == 200
-    return {h["content"] for h in r.json()["data"] if h["metadata"]["kind"] == "message"}
+    return set(message_texts(r.json()["data"]))
 
 
 def test_restart_keeps_everything_acknowledged(tmp_path: Path) -> None:

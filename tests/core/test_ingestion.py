@@ -65,7 +65,7 @@ def test_card_is_the_same_whatever_the_chunking(tmp_path: Path, embedder: MiniLM
 
 
 @needs_data
-def test_search_lists_the_card_first_then_its_evidence(memory: Memory, transcript_file: Path) -> None:
+def test_search_lists_the_card_first_with_its_evidence(memory: Memory, transcript_file: Path) -> None:
     transcript = load_claude_code_jsonl(transcript_file)
     for req in transcript_requests("t", transcript, "dev", 40):
         memory.add(req)
@@ -75,7 +75,11 @@ def test_search_lists_the_card_first_then_its_evidence(memory: Memory, transcrip
     hits = memory.search(SearchRequest(user_id="dev", query="ASGIStaticFilesHandler is missing get_response_async", top_k=10))
     assert hits[0].metadata["kind"] == "card"
     assert hits[0].session_id == transcript.session_id
-    assert all(h.session_id == transcript.session_id for h in hits[:3])
+    # One item per experience: the card with its strongest evidence inlined.
+    assert "Evidence from this session:" in str(hits[0].content) and hits[0].metadata["evidence"]
+    # The next experience comes second; more evidence of the first follows all experiences.
+    assert hits[1].metadata["kind"] == "card" and hits[1].session_id == "other-session"
+    assert all(h.session_id == transcript.session_id and h.metadata["kind"] != "card" for h in hits[2:])
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 

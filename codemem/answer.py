@@ -1,0 +1,132 @@
+"""A Search answer: each experience as one item (its card, then its strongest evidence
+inline), best first, then further evidence while the token budget lasts.
+
+A reader scores and reads items in order, so one experience is one item: the second-best
+experience starts at item 2, not after the first one's steps and messages, and the first
+few thousand tokens carry the most likely experience in depth (the first item gets a
+larger evidence allotment than the rest). Evidence that is not plain text (images) is
+listed as its own item, as stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import msgspec
+
+from codemem.models import ContentPart, Hit
+from codemem.ranking.assemble import Group
+from codemem.ranking.shape import CHARS_PER_TOKEN, trim, within_budget
+from codemem.store.lance import Candidate
+
+_ENCODER = msgspec.json.Encoder()
+# The contract caps a Search response at 30 MiB; stay clear of it with room for the envelope.
+MAX_RESPONSE_BYTES = 29 * 1024 * 1024
+
+Row = dict[str, object]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How much of each experience an answer carries."""
+
+    budget_tokens: int  # 0: top_k alone bounds the answer
+    max_item_chars: int  # a loose item longer than this is trimmed (head and tail kept)
+    first_evidence_chars: int = 16_000  # evidence inlined under the best experience's card
+    evidence_chars: int = 4_000  # ... and under each of the others
+    evidence_items: int = 8  # evidence items considered per experience
+
+    def groups_to_read(self, top_k: int) -> int:
+        """How many experiences can fit the budget (generously: cards are often shorter)."""
+        if not self.budget_tokens:
+            return top_k
+        per_group = 4_000 + self.evidence_chars
+        fit = 1 + max(0, self.budget_tokens * CHARS_PER_TOKEN - 4_000 - self.first_evidence_chars) // per_group
+        return min(top_k, int(fit * 1.5) + 1)
+
+
+def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]], user_id: str,
+          top_k: int, shape: Shape) -> list[Hit]:
+    """Hits for `groups` (best first): `read` fetches whole rows by id, once per stage."""
+    groups = groups[: shape.groups_to_read(top_k)]
+    wanted = [g.card.id for g in groups] + [e.id for g in groups for e in g.evidence[: shape.evidence_items]]
+    rows = _own(read(wanted), user_id)
+    hits: list[Hit] = []
+    loose: list[str] = []  # evidence ids not inlined, in answer order
+    for g in groups:
+        card = rows.get(g.card.id)
+        allot = shape.evidence_chars if hits else shape.first_evidence_chars
+        inline: list[tuple[Row, str]] = []
+        for e in g.evidence:
+            row = rows.get(e.id)
+            if card is None or row is None or row["content"] or allot <= 0:
+                loose.append(e.id)
+                continue
+            text, _ = trim(str(row["text"]), min(allot, shape.max_item_chars))
+            allot -= len(text)
+            inline.append((row, text))
+        if card is not None:
+            hits.append(_experience_hit(card, inline, g.score))
+    built = hits[:top_k]
+    hits = within_budget(built, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
+    room = top_k - len(hits)
+    if room > 0 and len(hits) == len(built) and loose:  # the budget has room for more
+        extra = _own(read(loose[:room]), user_id)
+        floor = hits[-1].score if hits else 1.0
+        for i, item_id in enumerate(loose[:room]):
+            if item_id in extra:
+                hits.append(_item_hit(extra[item_id], floor * 0.99 ** (i + 1), shape.max_item_chars))
+        hits = within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
+    return hits
+
+
+def _own(rows: list[Candidate], user_id: str) -> dict[str, Row]:
+    # The store filtered by user key already; this re-check costs nothing and makes
+    # isolation independent of the hash.
+    return {c.id: c.fields for c in rows if c.fields["user_id"] == user_id}
+
+
+def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float) -> Hit:
+    parts = [str(card["text"])]
+    if evidence:
+        parts.append("Evidence from this session:")
+        parts.extend(f"[{_label(row)}]\n{text}" for row, text in evidence)
+    hit = _item_hit(card, score, 0)
+    hit.content = "\n\n".join(parts)
+    hit.metadata["evidence"] = [str(row["id"]) for row, _ in evidence]
+    return hit
+
+
+def _label(row: Row) -> str:
+    meta = json.loads(str(row["metadata"])) if row["metadata"] else {}
+    what = f"step: {meta['step']}" if row["kind"] == "step" and "step" in meta else str(row["kind"])
+    return f"{what}, {row['role']}, position {row['position']}"
+
+
+def _item_hit(row: Row, score: float, max_chars: int) -> Hit:
+    raw_content = str(row["content"])
+    meta = json.loads(str(row["metadata"])) if row["metadata"] else {}
+    meta.update({"kind": row["kind"], "role": row["role"], "position": row["position"], "timestamp": row["timestamp"]})
+    content: str | list[ContentPart]
+    if raw_content:  # multimodal parts are returned as stored
+        content = msgspec.json.decode(raw_content, type=list[ContentPart])
+    else:
+        content, omitted = trim(str(row["text"]), max_chars)
+        if omitted:
+            meta["omitted_chars"] = omitted
+    created = datetime.fromtimestamp(int(row["created_at"]) / 1000, UTC).isoformat(timespec="milliseconds")
+    return Hit(
+        id=str(row["id"]),
+        content=content,
+        score=round(score, 6),
+        created_at=created.replace("+00:00", "Z"),
+        session_id=str(row["session_id"]),
+        metadata=meta,
+    )
+
+
+def _size(hit: Hit) -> int:
+    return len(_ENCODER.encode(hit.content)) + 256
