@@ -37,7 +37,8 @@ class Shape:
     max_item_chars: int  # a loose item longer than this is trimmed (head and tail kept)
     first_evidence_chars: int = 16_000  # evidence inlined under the best experience's card
     evidence_chars: int = 4_000  # ... and under each of the others
-    evidence_items: int = 8  # evidence items considered per experience
+    first_evidence_items: int = 8  # evidence items read for the best experience
+    evidence_items: int = 3  # ... and for each of the others
 
     def groups_to_read(self, top_k: int) -> int:
         """How many experiences can fit the budget (generously: cards are often shorter)."""
@@ -52,7 +53,10 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
           top_k: int, shape: Shape) -> list[Hit]:
     """Hits for `groups` (best first): `read` fetches whole rows by id, once per stage."""
     groups = groups[: shape.groups_to_read(top_k)]
-    wanted = [g.card.id for g in groups] + [e.id for g in groups for e in g.evidence[: shape.evidence_items]]
+    wanted = [g.card.id for g in groups] + [
+        e.id for i, g in enumerate(groups)
+        for e in g.evidence[: shape.first_evidence_items if i == 0 else shape.evidence_items]
+    ]
     rows = _own(read(wanted), user_id)
     hits: list[Hit] = []
     loose: list[str] = []  # evidence ids not inlined, in answer order
