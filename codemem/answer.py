@@ -35,7 +35,7 @@ class Shape:
 
     budget_tokens: int  # 0: top_k alone bounds the answer
     max_item_chars: int  # a loose item longer than this is trimmed (head and tail kept)
-    first_evidence_chars: int = 16_000  # evidence inlined under the best experience's card
+    first_evidence_chars: int = 24_000  # evidence inlined under the best experience's card
     evidence_chars: int = 4_000  # ... and under each of the others
     first_evidence_items: int = 8  # evidence items read for the best experience
     evidence_items: int = 3  # ... and for each of the others
