@@ -206,7 +206,7 @@ class Memory:
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         dense = self.store.nearest(vector, where, limit)
         lists = [(1.0, lexical.result()), (DENSE_WEIGHT, dense), (1.0, by_refs.result())]
-        items = rrf([items for _, items in lists])  # orders each session's evidence
+        items = rrf([found for _, found in lists])  # orders each session's evidence
         groups = group(items, session_scores(lists), sessions.card_id, req.top_k)
         return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self.shape)
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from eval._replay_metrics import content_text
+
 RENDERINGS = ("default", "plain", "noreasoning")
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-contextbench-lite"
 
@@ -74,14 +76,6 @@ def _unix_ms(ts: object) -> int | None:
         return None
 
 
-def _result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
 def _plain_tool_call(name: str, inp: dict[str, Any]) -> str:
     """A tool call as prose, without JSON: what a platform rendering for humans might send."""
     get = lambda k: str(inp.get(k, ""))  # noqa: E731
@@ -116,7 +110,7 @@ def _render_block(block: dict[str, Any], rendering: str) -> str:
             return _plain_tool_call(name, inp if isinstance(inp, dict) else {})
         return f"Tool call {name} {json.dumps(inp, ensure_ascii=False)}"
     if kind == "tool_result":
-        text = _result_text(block.get("content"))
+        text = content_text(block.get("content"))
         if rendering == "plain" or not text:
             return text
         return ("Tool result (error):\n" if block.get("is_error") else "Tool result:\n") + text
