@@ -12,6 +12,7 @@ from litestar.config.app import AppConfig
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 
+from api import metrics
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
 from api.routes import MemoryController, health
 from codemem.config import Settings
@@ -31,6 +32,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
         mem = memory or Memory(settings)
         app.state.memory = mem
         app.state.api_key = settings.api_key
+        metrics.STORE.memory = mem
         # Load the model in the background: /health answers at once, the first Add waits.
         threading.Thread(target=mem.warm_up, name="codemem-warmup", daemon=True).start()
         try:
@@ -40,7 +42,8 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
                 mem.close()
 
     return Litestar(
-        route_handlers=[health, MemoryController],
+        route_handlers=[health, MemoryController, metrics.MetricsController],
+        middleware=[metrics.prometheus().middleware],
         lifespan=[lifespan],
         exception_handlers={
             CodememError: handle_core_error,

@@ -1,0 +1,64 @@
+"""`/metrics` in Prometheus text format: requests and their latency per endpoint, and the
+store's state (items, fragments, rows not yet in the full-text index, compactions).
+
+Endpoints are labelled by their route template (`/users/{user_id:path}`), never by the
+path itself, so no user id or memory content reaches a metric. The endpoint takes the same
+API key as Add and Search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
+from prometheus_client import REGISTRY
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from api.auth import require_api_key
+from codemem.memory import Memory
+
+# Search and Add latency spans 10 ms to minutes (a whole session in one Add).
+BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
+
+_GAUGES = {
+    "rows": "Items stored: messages, experience cards and steps",
+    "fragments": "Data fragments of the items table (each filtered query opens them all)",
+    "unindexed_rows": "Rows not yet folded into the full-text index",
+    "pending_writes": "Writes queued for the group-commit writer",
+}
+_COUNTERS = {
+    "compactions": "Background compactions completed",
+    "compaction_failures": "Compaction rounds that lost a commit race and were retried",
+}
+
+
+class StoreCollector(Collector):
+    """Reads the serving Memory's state at scrape time (one Memory serves a process)."""
+
+    def __init__(self) -> None:
+        self.memory: Memory | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        memory = self.memory
+        if memory is None:
+            return
+        stats = memory.stats()
+        for name, doc in _GAUGES.items():
+            yield GaugeMetricFamily(f"codemem_store_{name}", doc, value=stats[name])
+        for name, doc in _COUNTERS.items():
+            yield CounterMetricFamily(f"codemem_{name}", doc, value=stats[name])
+
+
+STORE = StoreCollector()
+REGISTRY.register(STORE)
+
+
+class MetricsController(PrometheusController):
+    guards = [require_api_key]
+
+
+def prometheus() -> PrometheusConfig:
+    return PrometheusConfig(
+        app_name="codemem", prefix="codemem_http", group_path=True, buckets=BUCKETS, exclude=["^/metrics$"]
+    )
