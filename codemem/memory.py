@@ -36,6 +36,7 @@ _ENCODER = msgspec.json.Encoder()
 # The query's nearest cards (task to task) weigh more than its BM25 and reference matches:
 # measured on the 62 labelled SWE-ContextBench tasks (eval/replay.py).
 DENSE_WEIGHT = 1.5
+MAX_CANDIDATES = 10_000
 
 
 class Memory:
@@ -198,7 +199,8 @@ class Memory:
         if not text.strip():
             return []
         where = f"user_key = '{key_of(req.user_id)}'"
-        limit = max(req.top_k, self.settings.candidates)
+        # top_k may be any positive integer (10**30 included); the retrievers need a bound.
+        limit = min(max(req.top_k, self.settings.candidates), MAX_CANDIDATES)
         query = parse_query(text)
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
         lexical = self._pool.submit(self.store.fts, query.bm25, where, limit)

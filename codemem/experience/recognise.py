@@ -26,10 +26,12 @@ def _strip_nul(text: str) -> str:
 
 def recognise_events(text: str, role: Role) -> list[Event]:
     """Typed events of one message; never raises on any input text."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
         return []
     text = _strip_nul(text)
     stripped = text.lstrip()
+    if not stripped:
+        return []
     if stripped[0] in "{[" and len(stripped) <= _JSON_LIMIT:
         try:
             decoded = json.loads(stripped)
