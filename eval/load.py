@@ -1,0 +1,207 @@
+"""Sustained load and retry storms through the real server, as an evaluation platform sends them.
+
+    python -m eval.load                       # 64 Add + 256 Search clients for 60 s
+    python -m eval.load --seconds 20 --adders 16 --searchers 64
+
+1. Preload: `--preload` messages of real trajectories into one user_id.
+2. Sustained: `--adders` clients send 20-message chunks of real trajectories (each chunk's
+   last message is a unique check mark), `--searchers` clients send related tasks'
+   problem statements (top_k 100), all at once for `--seconds`. Reported: requests done,
+   statuses and errors per endpoint, latency p50/p95/p99.
+3. Zero lost: every acknowledged Add's mark is searched afterwards and must come back in a
+   Search answer of its user.
+4. Retry storm: `--storm` Adds each sent 3 times at once with one request_id; each mark must
+   come back exactly once (no duplicate stored).
+
+Loopback only, bounded in time and count. Writes `eval/results/load.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from eval._server import running_server
+from eval.latency import RESULTS, load_queries, load_sessions, summary_ms
+
+CHUNK = 20
+
+
+@dataclass
+class Tally:
+    """What one endpoint saw during the sustained phase."""
+
+    latencies_s: list[float] = field(default_factory=list)
+    statuses: Counter[str] = field(default_factory=Counter)
+
+    def report(self) -> dict[str, object]:
+        return {"requests": sum(self.statuses.values()), "statuses": dict(self.statuses),
+                "latency_ms": summary_ms(self.latencies_s)}
+
+
+def chunks_of(sessions: list[tuple[str, list[dict]]]) -> list[list[dict]]:
+    return [msgs[i:i + CHUNK] for _, msgs in sessions for i in range(0, len(msgs), CHUNK)]
+
+
+def marked(chunk: list[dict], mark: str) -> list[dict]:
+    """The chunk with one more short message carrying `mark` (never the session's task)."""
+    return [*chunk, {"role": "assistant", "content": f"[load check {mark}]"}]
+
+
+async def post(client: httpx.AsyncClient, path: str, body: dict, tally: Tally | None = None) -> httpx.Response | None:
+    t0 = time.perf_counter()
+    try:
+        r = await client.post(path, json=body)
+    except httpx.HTTPError as exc:
+        if tally is not None:
+            tally.statuses[type(exc).__name__] += 1
+        return None
+    if tally is not None:
+        tally.latencies_s.append(time.perf_counter() - t0)
+        tally.statuses[str(r.status_code)] += 1
+    return r
+
+
+async def sustained(url: str, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
+    adds, searches = Tally(), Tally()
+    acked: list[tuple[str, str]] = []  # (session_id, mark) of every Add answered 200
+    deadline = time.monotonic() + args.seconds
+    limits = httpx.Limits(max_connections=args.adders + args.searchers + 8)
+
+    async with httpx.AsyncClient(base_url=url, timeout=args.timeout, limits=limits) as client:
+        async def adder(i: int) -> None:
+            n = 0
+            while time.monotonic() < deadline:
+                mark = f"m{uuid.uuid4().hex[:16]}"
+                session = f"load-{i}-{n // 5}"  # five chunks per session
+                body = {"user_id": "load", "session_id": session, "request_id": f"load-{i}-{n}",
+                        "messages": marked(pool[(i * 7919 + n) % len(pool)], mark)}
+                r = await post(client, "/add", body, adds)
+                if r is not None and r.status_code == 200:
+                    acked.append((session, mark))
+                n += 1
+
+        async def searcher(i: int) -> None:
+            n = 0
+            while time.monotonic() < deadline:
+                q = queries[(i * 31 + n) % len(queries)]
+                await post(client, "/search", {"user_id": "load", "query": q, "top_k": 100}, searches)
+                n += 1
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(adder(i) for i in range(args.adders)), *(searcher(i) for i in range(args.searchers)))
+        wall = time.perf_counter() - t0
+    return {"wall_s": round(wall, 1), "add": adds.report(), "search": searches.report(), "acked": acked}
+
+
+async def found(url: str, user_id: str, marks: list[tuple[str, str]], concurrency: int = 8) -> dict[str, int]:
+    """How many times each mark comes back in a Search for it; {mark: count}."""
+    counts: dict[str, int] = {}
+    sem = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+        async def one(session: str, mark: str) -> None:
+            async with sem:
+                r = await client.post("/search", json={"user_id": user_id, "query": mark, "top_k": 100})
+                text = "\n".join(h["content"] if isinstance(h["content"], str) else json.dumps(h["content"])
+                                 for h in r.json()["data"] if h["session_id"] == session)
+                counts[mark] = text.count(f"[load check {mark}]")
+
+        await asyncio.gather(*(one(s, m) for s, m in marks))
+    return counts
+
+
+async def storm(url: str, n: int, pool: list[list[dict]]) -> dict[str, object]:
+    """Each Add sent three times at once with the same request_id."""
+    marks: list[tuple[str, str]] = []
+    statuses: Counter[str] = Counter()
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+        async def one(i: int) -> None:
+            mark = f"s{uuid.uuid4().hex[:16]}"
+            body = {"user_id": "storm", "session_id": f"storm-{i}", "request_id": f"storm-{i}",
+                    "messages": marked(pool[i % len(pool)], mark)}
+            rs = await asyncio.gather(*(post(client, "/add", body) for _ in range(3)))
+            for r in rs:
+                statuses["error" if r is None else str(r.status_code)] += 1
+            # 409 means "the first copy is still being stored": the platform retries it.
+            while not any(r is not None and r.status_code == 200 for r in rs):
+                rs = [await post(client, "/add", body)]
+            marks.append((f"storm-{i}", mark))
+
+        await asyncio.gather(*(one(i) for i in range(n)))
+    counts = await found(url, "storm", marks)
+    return {"adds": n, "copies_sent": 3 * n, "statuses": dict(statuses),
+            "found_once": sum(c == 1 for c in counts.values()), "missing": sum(c == 0 for c in counts.values()),
+            "duplicated": sum(c > 1 for c in counts.values())}
+
+
+async def preload(url: str, pool: list[list[dict]], messages: int) -> int:
+    sent = 0
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+        sem = asyncio.Semaphore(4)
+
+        async def one(i: int, chunk: list[dict]) -> None:
+            async with sem:
+                r = await post(client, "/add", {"user_id": "load", "session_id": f"pre-{i // 5}",
+                                                "request_id": f"pre-{i}", "messages": chunk})
+                assert r is not None and r.status_code == 200, r
+
+        todo = []
+        for i, chunk in enumerate(pool):
+            if sent >= messages:
+                break
+            todo.append(one(i, chunk))
+            sent += len(chunk)
+        await asyncio.gather(*todo)
+    return sent
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--adders", type=int, default=64)
+    p.add_argument("--searchers", type=int, default=256)
+    p.add_argument("--preload", type=int, default=2000, help="messages stored before the load starts")
+    p.add_argument("--storm", type=int, default=100, help="Adds sent three times at once")
+    p.add_argument("--timeout", type=float, default=600, help="client timeout per request, seconds")
+    p.add_argument("--out", default=str(RESULTS / "load.json"))
+    args = p.parse_args(argv)
+
+    pool = chunks_of(load_sessions())
+    queries = load_queries()
+    started = time.time()
+    with running_server() as srv:
+        print(f"server {srv.url}; preloading {args.preload:,} messages ...", flush=True)
+        preloaded = asyncio.run(preload(srv.url, pool, args.preload))
+        print(f"sustained: {args.adders} Add + {args.searchers} Search clients for {args.seconds:.0f} s ...", flush=True)
+        load = asyncio.run(sustained(srv.url, args, pool, queries))
+        acked = load.pop("acked")
+        print(f"  {load}", flush=True)
+        print(f"checking {len(acked):,} acknowledged Adds ...", flush=True)
+        counts = asyncio.run(found(srv.url, "load", acked))
+        lost = sum(c == 0 for c in counts.values())
+        print(f"retry storm: {args.storm} Adds x 3 ...", flush=True)
+        storm_result = asyncio.run(storm(srv.url, args.storm, pool))
+    result = {
+        "date_utc": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
+        "args": vars(args), "preloaded_messages": preloaded, "sustained": load,
+        "acknowledged_adds": len(acked), "lost": lost, "storm": storm_result,
+        "total_s": round(time.time() - started, 1),
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "args"}, indent=2))
+    return 0 if lost == 0 and storm_result["duplicated"] == 0 and storm_result["missing"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
