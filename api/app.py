@@ -13,6 +13,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 
 from api import metrics
+from api.admission import Admission
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
 from api.routes import MemoryController, health
 from codemem.config import Settings
@@ -32,6 +33,10 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
         mem = memory or Memory(settings)
         app.state.memory = mem
         app.state.api_key = settings.api_key
+        app.state.admission = {
+            "add": Admission("add", settings.max_inflight_adds),
+            "search": Admission("search", settings.max_inflight_searches),
+        }
         metrics.STORE.memory = mem
         # Load the model in the background: /health answers at once, the first Add waits.
         threading.Thread(target=mem.warm_up, name="codemem-warmup", daemon=True).start()

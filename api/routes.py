@@ -7,6 +7,7 @@ from litestar import Controller, Request, delete, get, post
 from litestar.datastructures import State
 from litestar.params import FromPath
 
+from api.admission import Admission
 from api.auth import require_api_key
 from api.bodies import decode_body
 from api.schemas import AddResponse, DeleteResponse, HealthResponse, SearchResponse
@@ -16,6 +17,10 @@ from codemem.models import AddRequest, SearchRequest
 
 def _memory(state: State) -> Memory:
     return state.memory
+
+
+def _admission(state: State, kind: str) -> Admission:
+    return state.admission[kind]
 
 
 @get("/health", sync_to_thread=False)
@@ -31,14 +36,16 @@ class MemoryController(Controller):
     async def add(self, request: Request, state: State) -> AddResponse:
         """Store one chunk; answered only once it is durable and searchable."""
         req = await decode_body(request, AddRequest)
-        result = await to_thread.run_sync(_memory(state).add, req)
+        async with _admission(state, "add").slot():
+            result = await to_thread.run_sync(_memory(state).add, req)
         return AddResponse(True, result.request_id, result.user_id, result.session_id)
 
     @post("/search", status_code=200)
     async def search(self, request: Request, state: State) -> SearchResponse:
         """Ranked memory evidence for one question, at most top_k items."""
         req = await decode_body(request, SearchRequest)
-        return SearchResponse(data=await to_thread.run_sync(_memory(state).search, req))
+        async with _admission(state, "search").slot():
+            return SearchResponse(data=await to_thread.run_sync(_memory(state).search, req))
 
     @delete("/users/{user_id:path}", status_code=200)
     async def delete_user(self, state: State, user_id: FromPath[str]) -> DeleteResponse:

@@ -39,6 +39,10 @@ class Settings:
     # ~25 ms each instead of ~2 ms (measured ingesting git history).
     compact_interval_s: float = 3.0
     compact_min_writes: int = 50
+    # Requests in flight past which the service answers 503 with Retry-After (0 = no bound);
+    # above what an evaluation platform sends at once (64 Adds, 256 Searches).
+    max_inflight_adds: int = 256
+    max_inflight_searches: int = 1024
     # Search.
     candidates: int = 200
     # A Search answer is read by a model with a limited window: it stops at this many

@@ -2,6 +2,7 @@
 
     python -m eval.load                       # 64 Add + 256 Search clients for 60 s
     python -m eval.load --seconds 20 --adders 16 --searchers 64
+    python -m eval.load --env CODEMEM_MAX_INFLIGHT_ADDS=8 --out eval/results/load-shed.json
 
 1. Preload: `--preload` messages of real trajectories into one user_id.
 2. Sustained: `--adders` clients send 20-message chunks of real trajectories (each chunk's
@@ -173,13 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--preload", type=int, default=2000, help="messages stored before the load starts")
     p.add_argument("--storm", type=int, default=100, help="Adds sent three times at once")
     p.add_argument("--timeout", type=float, default=600, help="client timeout per request, seconds")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="server setting, e.g. CODEMEM_MAX_INFLIGHT_ADDS=8")
     p.add_argument("--out", default=str(RESULTS / "load.json"))
     args = p.parse_args(argv)
+    env = dict(item.split("=", 1) for item in args.env)
 
     pool = chunks_of(load_sessions())
     queries = load_queries()
     started = time.time()
-    with running_server() as srv:
+    with running_server(env=env) as srv:
         print(f"server {srv.url}; preloading {args.preload:,} messages ...", flush=True)
         preloaded = asyncio.run(preload(srv.url, pool, args.preload))
         print(f"sustained: {args.adders} Add + {args.searchers} Search clients for {args.seconds:.0f} s ...", flush=True)
