@@ -37,7 +37,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
             "add": Admission("add", settings.max_inflight_adds),
             "search": Admission("search", settings.max_inflight_searches),
         }
-        metrics.STORE.memory = mem
+        metrics.STORE.memory, metrics.STORE.admission = mem, app.state.admission
         # Load the model in the background: /health answers at once, the first Add waits.
         threading.Thread(target=mem.warm_up, name="codemem-warmup", daemon=True).start()
         try:

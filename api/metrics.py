@@ -1,5 +1,6 @@
-"""`/metrics` in Prometheus text format: requests and their latency per endpoint, and the
-store's state (items, fragments, rows not yet in the full-text index, compactions).
+"""`/metrics` in Prometheus text format: requests and their latency per endpoint, requests
+in flight and refused for capacity, and the store's state (items, fragments, rows not yet
+in the full-text index, compactions).
 
 Endpoints are labelled by their route template (`/users/{user_id:path}`), never by the
 path itself, so no user id or memory content reaches a metric. The endpoint takes the same
@@ -15,6 +16,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from api.admission import Admission
 from api.auth import require_api_key
 from codemem.memory import Memory
 
@@ -34,12 +36,20 @@ _COUNTERS = {
 
 
 class StoreCollector(Collector):
-    """Reads the serving Memory's state at scrape time (one Memory serves a process)."""
+    """Reads the serving app's state at scrape time (one app serves a process)."""
 
     def __init__(self) -> None:
         self.memory: Memory | None = None
+        self.admission: dict[str, Admission] = {}
 
     def collect(self) -> Iterator[Metric]:
+        inflight = GaugeMetricFamily("codemem_requests_inflight", "Add and Search requests in flight", labels=["kind"])
+        refused = CounterMetricFamily("codemem_requests_refused", "Requests answered 503: over capacity", labels=["kind"])
+        for kind, gate in self.admission.items():
+            inflight.add_metric([kind], gate.inflight)
+            refused.add_metric([kind], gate.refused)
+        yield inflight
+        yield refused
         memory = self.memory
         if memory is None:
             return

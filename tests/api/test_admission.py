@@ -37,3 +37,6 @@ def test_over_capacity_is_503_with_retry_after_then_recovers(
         assert first.result(timeout=60).status_code == 200
         # The platform's retry of the refused request is then stored.
         assert client.post("/add", json=add_body("a2")).status_code == 200
+        text = client.get("/metrics").text
+        assert 'codemem_requests_refused_total{kind="add"} 1.0' in text
+        assert 'codemem_requests_inflight{kind="add"} 0.0' in text
