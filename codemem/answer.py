@@ -29,6 +29,9 @@ MAX_RESPONSE_BYTES = 29 * 1024 * 1024
 Row = dict[str, object]
 
 
+CARD_CHARS = 4_000  # a card is at most this long (render_card in experience/render.py)
+
+
 @dataclass(frozen=True)
 class Shape:
     """How much of each experience an answer carries."""
@@ -44,8 +47,9 @@ class Shape:
         """How many experiences can fit the budget (generously: cards are often shorter)."""
         if not self.budget_tokens:
             return top_k
-        per_group = 4_000 + self.evidence_chars
-        fit = 1 + max(0, self.budget_tokens * CHARS_PER_TOKEN - 4_000 - self.first_evidence_chars) // per_group
+        per_group = CARD_CHARS + self.evidence_chars
+        first = CARD_CHARS + self.first_evidence_chars
+        fit = 1 + max(0, self.budget_tokens * CHARS_PER_TOKEN - first) // per_group
         return min(top_k, int(fit * 1.5) + 1)
 
 

@@ -122,9 +122,7 @@ class MessageCache:
     def put(self, session_key: str, messages: list[Message]) -> None:
         size = sum(len(m.text) for m in messages)
         with self._lock:
-            old = self._entries.pop(session_key, None)
-            if old is not None:
-                self._chars -= old[1]
+            self._drop(session_key)
             if size > self.max_chars:
                 return
             self._entries[session_key] = (messages, size)
@@ -140,9 +138,13 @@ class MessageCache:
 
     def forget(self, session_key: str) -> None:
         with self._lock:
-            old = self._entries.pop(session_key, None)
-            if old is not None:
-                self._chars -= old[1]
+            self._drop(session_key)
+
+    def _drop(self, session_key: str) -> None:
+        """Remove one entry; the caller holds the lock."""
+        old = self._entries.pop(session_key, None)
+        if old is not None:
+            self._chars -= old[1]
 
 
 class Derived(msgspec.Struct):

@@ -106,9 +106,8 @@ class Store:
             )
 
     def delete_ids(self, ids: list[str]) -> None:
-        safe = [i for i in ids if i.replace("_", "").isalnum()]
-        if safe:
-            self.table.delete("id IN (" + ", ".join(f"'{i}'" for i in safe) + ")")
+        if quoted := _id_list(ids):
+            self.table.delete(f"id IN ({quoted})")
 
     def delete(self, where: str) -> int:
         before = self.table.count_rows(where)
@@ -128,9 +127,8 @@ class Store:
         return self.table.search().where(where).select(list(columns)).limit(limit).to_list()
 
     def by_ids(self, ids: list[str]) -> list[Candidate]:
-        if not ids:
+        if not (quoted := _id_list(ids)):
             return []
-        quoted = ", ".join(f"'{i}'" for i in ids if i.replace("_", "").isalnum())  # ids are ours: hex
         return [Candidate(id=r["id"], score=0.0, fields=r) for r in self.rows(f"id IN ({quoted})")]
 
     def fts(self, text: str, where: str, limit: int, column: str = "text") -> list[Candidate]:
@@ -177,3 +175,9 @@ class Store:
 
     def checkout_latest(self) -> None:
         self.table.checkout_latest()
+
+
+def _id_list(ids: list[str]) -> str:
+    """Ids quoted for an `IN (...)` filter. Ids are ours (a prefix, `_`, hex): anything else
+    is dropped rather than allowed into an expression."""
+    return ", ".join(f"'{i}'" for i in ids if i.replace("_", "").isalnum())

@@ -13,6 +13,7 @@ writes; after a failure the next round holds the store's write lock, so it alway
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from datetime import timedelta
@@ -50,10 +51,7 @@ class Compactor:
             self.commits_since = 0
         exclusive = self.last_error is not None
         try:
-            if exclusive:
-                with self.store.write_lock:
-                    self.store.optimize(KEEP_VERSIONS_FOR)
-            else:
+            with self.store.write_lock if exclusive else contextlib.nullcontext():
                 self.store.optimize(KEEP_VERSIONS_FOR)
             self.runs += 1
             self.last_error = None

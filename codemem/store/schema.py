@@ -70,10 +70,10 @@ def items_schema(model: str, dim: int) -> pa.Schema:
     )
 
 
-# Columns a search reads back (everything but the vector).
 # What the retrievers read of each candidate: enough to rank and group; the full row is
 # fetched only for the items a Search returns.
 CANDIDATE_COLUMNS = ["id", "session_key", "kind"]
+# Columns a search reads back (everything but the vector).
 RESULT_COLUMNS = [
     "id", "user_id", "session_id", "session_key", "kind", "position", "role", "text", "content",
     "metadata", "created_at", "timestamp",
