@@ -13,6 +13,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 
 from api import metrics
+from api.logs import access_log
 from api.admission import Admission
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
 from api.routes import MemoryController, health
@@ -48,7 +49,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
 
     return Litestar(
         route_handlers=[health, MemoryController, metrics.MetricsController],
-        middleware=[metrics.prometheus().middleware],
+        middleware=[access_log, metrics.prometheus().middleware],
         lifespan=[lifespan],
         exception_handlers={
             CodememError: handle_core_error,

@@ -73,5 +73,7 @@ def handle_http(_: Request, exc: HTTPException) -> Response:
 
 
 def handle_unexpected(request: Request, exc: Exception) -> Response:
-    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc)
+    # The route template, not the path: a path holds the user id.
+    log.error("unhandled %s on %s %s", type(exc).__name__, request.method,
+              request.scope.get("path_template", "?"), exc_info=exc)
     return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "internal error; the request can be retried")

@@ -9,10 +9,13 @@ API key as Add and Search.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
+from litestar import Response, get
+
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
-from prometheus_client import REGISTRY
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -65,7 +68,20 @@ REGISTRY.register(STORE)
 
 
 class MetricsController(PrometheusController):
+    """With several workers (`PROMETHEUS_MULTIPROC_DIR` set), request metrics are summed
+    over all of them; the store's figures and the requests in flight are the answering
+    worker's view."""
+
     guards = [require_api_key]
+
+    @get()
+    async def get(self) -> Response:
+        registry = REGISTRY
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+            registry.register(STORE)
+        return Response(generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 def prometheus() -> PrometheusConfig:

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP service (Add/Search contract)")
     serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    serve.add_argument("--workers", type=int, default=None,
+                       help="server processes sharing the data directory (default 1)")
     _data_dir(serve)
 
     search = sub.add_parser("search", help="search a user's memory and print ranked results")
@@ -75,7 +77,8 @@ def _data_dir(p: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = Settings.from_env(
-        data_dir=args.data_dir, host=getattr(args, "host", None), port=getattr(args, "port", None)
+        data_dir=args.data_dir, host=getattr(args, "host", None), port=getattr(args, "port", None),
+        workers=getattr(args, "workers", None),
     )
     from codemem import commands
 

@@ -14,16 +14,23 @@ from codemem.models import Hit, SearchRequest, TextPart
 
 
 def serve(settings: Settings, args: argparse.Namespace) -> int:
+    """Serve the HTTP API; with several workers, each is a process with its own Memory over
+    the same data, reading its settings back from the environment."""
     # The CLI is the composition root: the one place that joins the core to its HTTP edge.
     import uvicorn
 
     from api.app import create_app
+    from api.logs import log_config, prepare_workers
 
-    app = create_app(settings)
     print(f"codemem serving on http://{settings.host}:{settings.port} (data: {settings.data_dir}, "
-          f"auth: {'API key' if settings.api_key else 'open'})", file=sys.stderr)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                timeout_graceful_shutdown=30)
+          f"workers: {settings.workers}, auth: {'API key' if settings.api_key else 'open'})", file=sys.stderr)
+    common = {"host": settings.host, "port": settings.port, "log_config": log_config(settings),
+              "access_log": False, "timeout_graceful_shutdown": 30}
+    if settings.workers <= 1:
+        uvicorn.run(create_app(settings), **common)
+    else:
+        prepare_workers(settings)
+        uvicorn.run("api.app:create_app", factory=True, workers=settings.workers, **common)
     return 0
 
 

@@ -15,9 +15,17 @@ ENV_PREFIX = "CODEMEM_"
 
 @dataclass(frozen=True)
 class Settings:
+    # A local directory, or object storage: s3://bucket/prefix (gs://, az:// too), with the
+    # endpoint and credentials from the usual AWS_* (GOOGLE_*, AZURE_*) variables.
     data_dir: str = "./codemem-data"
     host: str = "127.0.0.1"
     port: int = 8000
+    # Server processes sharing the data directory (`codemem serve --workers N`).
+    workers: int = 1
+    # How stale a read may be with respect to other processes' writes, in seconds (a CLI
+    # import beside a running server). Forced to 0, every read sees every acknowledged Add,
+    # when several workers or nodes share the store: each check costs ~2 ms per query.
+    read_consistency_s: float = 1.0
     api_key: str | None = field(default=None, repr=False)
     # Embedding: the packaged offline model by default.
     embedder: str = "minilm"
@@ -53,6 +61,14 @@ class Settings:
     max_body_bytes: int = 30 * 1024 * 1024
     max_image_bytes: int = 10 * 1024 * 1024
     log_level: str = "info"
+    # "json": one object a line (ts, level, logger, msg, fields); "text" for a terminal.
+    log_format: str = "json"
+
+    def __post_init__(self) -> None:
+        if self.log_format not in ("json", "text"):
+            raise ValueError(f"{ENV_PREFIX}LOG_FORMAT={self.log_format!r} must be json or text")
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, not {self.workers}")
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -69,6 +85,22 @@ class Settings:
 
     def replace(self, **changes: object) -> Settings:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def consistency_s(self) -> float:
+        return 0.0 if self.workers > 1 or is_object_storage(self.data_dir) else self.read_consistency_s
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as `CODEMEM_*` variables, for worker processes to read back."""
+        return {
+            ENV_PREFIX + f.name.upper(): str(value).lower() if isinstance(value, bool) else str(value)
+            for f in fields(self)
+            if (value := getattr(self, f.name)) is not None
+        }
+
+
+def is_object_storage(uri: str) -> bool:
+    """s3://, gs://, az://...: no shared file system, so no file locks beside the data."""
+    return "://" in uri and not uri.startswith("file://")
 
 
 def env_names() -> list[str]:

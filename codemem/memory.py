@@ -7,7 +7,6 @@ blocking and thread-safe; the HTTP edge calls them from worker threads.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -43,13 +42,10 @@ class Memory:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads)
-        self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim)
+        self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
         self.compactor = Compactor(self.store, settings.compact_interval_s, settings.compact_min_writes)
-        self.writer = GroupWriter(self.store, settings.write_batch_rows, on_commit=self.compactor.note_commit)
+        self.writer = GroupWriter(self.store, settings.write_batch_rows)
         self.compactor.start()
-        self._inflight: dict[str, threading.Event] = {}
-        self._inflight_lock = threading.Lock()
-        self._session_locks = [threading.Lock() for _ in range(256)]
         self.refresher = SessionRefresher(self.refresh_session)
         self._histories = sessions.MessageCache()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
@@ -86,38 +82,19 @@ class Memory:
         validate_add(req, self.settings.max_image_bytes)
         user_key = key_of(req.user_id)
         request_key = key_of(req.user_id, req.request_id)
-        while True:
-            with self._inflight_lock:
-                running = self._inflight.get(request_key)
-                if running is None:
-                    done = threading.Event()
-                    self._inflight[request_key] = done
-                    break
-            # The same request is being stored by another call: wait for it, then look again.
-            running.wait()
-        try:
+        # Under the session's lock, which other threads and the other processes on this data
+        # directory take too: a retry, wherever it is answered, sees the first copy.
+        with self.store.locks.session(key_of(req.user_id, req.session_id)):
             if self.store.exists(f"user_key = '{user_key}' AND request_key = '{request_key}'"):
                 return self._result(req, stored=0, duplicate=True)
-            session_key = key_of(req.user_id, req.session_id)
-            with self._session_lock(session_key):
-                rows = self._message_rows(req, user_key, request_key)
-                derived = self._derived_rows(req, rows[0], experience)
-                if derived is None:
-                    self.writer.write(Append(rows))
-                    self.refresher.mark(req.user_id, req.session_id)
-                else:
-                    self._write_derived(derived, rows)
-            return self._result(req, stored=len(rows))
-        finally:
-            with self._inflight_lock:
-                del self._inflight[request_key]
-            done.set()
-
-    def _session_lock(self, session_key: str) -> threading.Lock:
-        """Adds of one session run one at a time, so each rebuild sees the one before.
-
-        Striped: a fixed set of locks, so memory does not grow with the number of sessions."""
-        return self._session_locks[int(session_key[:8], 16) % len(self._session_locks)]
+            rows = self._message_rows(req, user_key, request_key)
+            derived = self._derived_rows(req, rows[0], experience)
+            if derived is None:
+                self.writer.write(Append(rows))
+                self.refresher.mark(req.user_id, req.session_id)
+            else:
+                self._write_derived(derived, rows)
+        return self._result(req, stored=len(rows))
 
     def _write_derived(self, derived: sessions.Derived, messages: list[Row]) -> None:
         """New messages and the session's derived rows in one commit: an append when the
@@ -152,7 +129,7 @@ class Memory:
     def refresh_session(self, user_id: str, session_id: str) -> None:
         """Rebuild a session's card and steps from everything stored (deferred rebuilds)."""
         base = sessions.base_row(user_id, session_id, int(time.time() * 1000))
-        with self._session_lock(base.session_key):
+        with self.store.locks.session(base.session_key):
             self._write_derived(self._rebuild(base, sessions.state(self.store, base.session_key), []), [])
 
     @staticmethod

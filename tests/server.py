@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,22 +21,28 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path | str, env: dict[str, str] | None = None, args: tuple[str, ...] = (),
+                 log_path: Path | None = None) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "CODEMEM_COMPACT_INTERVAL_S": "1", **(env or {})}
+        self.args = args
+        # The server's log goes to a file: a pipe nobody reads would fill and block it.
+        self.log_path = log_path or Path(tempfile.mkstemp(prefix="codemem-server-", suffix=".log")[1])
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 120) -> Server:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "codemem.cli", "serve", "--port", str(self.port), "--data-dir", str(self.data_dir)],
-            env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "codemem.cli", "serve", "--port", str(self.port),
+                 "--data-dir", str(self.data_dir), *self.args],
+                env=self.env, stdout=subprocess.DEVNULL, stderr=log,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                raise RuntimeError(f"server exited: {self.log()[-2000:]}")
             try:
                 r = httpx.get(self.url + "/health", timeout=1)
                 if r.status_code == 200 and r.json()["model_loaded"]:
@@ -46,10 +53,17 @@ class Server:
         self.kill()
         raise TimeoutError("server did not become healthy")
 
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
     def stop(self) -> int:
+        """SIGTERM; 0 when the server shut down gracefully (uvicorn re-raises the signal after
+        a graceful shutdown, so the exit status alone reads -15)."""
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=60)
+        rc = self.proc.wait(timeout=60)
+        graceful = rc in (0, -signal.SIGTERM) and "Application shutdown complete" in self.log()
+        return 0 if graceful else rc or -1
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

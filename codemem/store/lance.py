@@ -16,6 +16,7 @@ import numpy as np
 from lancedb.index import FTS, Bitmap, BTree
 
 from codemem.errors import StoreMismatch
+from codemem.store.locks import Locks
 from codemem.store.schema import (
     CANDIDATE_COLUMNS,
     ITEMS_TABLE,
@@ -42,13 +43,18 @@ class Store:
     """Opens (or creates) the items table under `uri` and answers the queries the core needs."""
 
     def __init__(self, uri: str, model: str, dim: int, consistency_s: float | None = None) -> None:
+        """`consistency_s`: how stale a read may be with respect to other processes' writes
+        (0 = every read checks for a newer version; None = never, this process's own writes
+        only)."""
         interval = None if consistency_s is None else timedelta(seconds=consistency_s)
         self.db = lancedb.connect(uri, read_consistency_interval=interval)
         self.schema = items_schema(model, dim)
         self._index_lock = threading.Lock()
-        # Held by whoever commits in this process (the writer, the compactor when it must).
-        self.write_lock = threading.Lock()
-        self.table = self._open_or_create(model, dim)
+        self.locks = Locks(uri)
+        # Held by whoever commits (the writer, the compactor when it must), in every process.
+        self.write_lock = self.locks.write
+        with self.write_lock:  # workers starting together: one creates the table and indexes
+            self.table = self._open_or_create(model, dim)
 
     def _open_or_create(self, model: str, dim: int) -> lancedb.table.Table:
         if ITEMS_TABLE in self.db.list_tables().tables:
@@ -170,8 +176,11 @@ class Store:
             "fragments": int(frag.get("num_fragments", 0)),
             "small_fragments": int(frag.get("num_small_fragments", 0)),
             "unindexed_rows": int(idx.num_unindexed_rows) if idx else 0,
-            "version": int(self.table.version),
+            "version": self.version(),
         }
+
+    def version(self) -> int:
+        return int(self.table.version)
 
     def checkout_latest(self) -> None:
         self.table.checkout_latest()

@@ -9,6 +9,10 @@ A compaction rewrites fragments, and LanceDB refuses its commit when an upsert o
 touched one of them meanwhile: under a steady stream of Adds most rounds failed that way
 (10 of 15 while ingesting 20k messages) and fragments piled up. A round runs alongside the
 writes; after a failure the next round holds the store's write lock, so it always lands.
+
+Commits are counted from the table's version, so writes by other processes count too; when
+several processes share a data directory, one compacts at a time (the compaction lock),
+the others skip the round.
 """
 
 from __future__ import annotations
@@ -30,11 +34,10 @@ class Compactor:
         self.store = store
         self.interval_s = interval_s
         self.min_writes = min_writes
-        self.commits_since = 0
         self.runs = 0
         self.last_error: str | None = None
         self.failures = 0
-        self._lock = threading.Lock()
+        self._compacted_at = store.version()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="codemem-compactor", daemon=True)
 
@@ -42,15 +45,16 @@ class Compactor:
         if self.interval_s > 0:
             self._thread.start()
 
-    def note_commit(self, rows: int) -> None:
-        with self._lock:
-            self.commits_since += 1
+    def pending(self) -> int:
+        """Commits since the last compaction, by any process."""
+        return max(0, self.store.version() - self._compacted_at)
 
-    def run_once(self) -> None:
-        with self._lock:
-            self.commits_since = 0
-        exclusive = self.last_error is not None
+    def run_once(self) -> bool:
+        """One compaction round, unless another process is running one; True if it ran."""
+        if not self.store.locks.compaction.acquire(blocking=False):
+            return False
         try:
+            exclusive = self.last_error is not None
             with self.store.write_lock if exclusive else contextlib.nullcontext():
                 self.store.optimize(KEEP_VERSIONS_FOR)
             self.runs += 1
@@ -59,6 +63,10 @@ class Compactor:
             self.failures += 1
             self.last_error = type(exc).__name__
             log.info("compaction round failed (%s); the next one holds the write lock", type(exc).__name__)
+        finally:
+            self._compacted_at = self.store.version()
+            self.store.locks.compaction.release()
+        return True
 
     def stop(self) -> None:
         self._stop.set()
@@ -68,8 +76,11 @@ class Compactor:
     def _loop(self) -> None:
         seen = 0
         while not self._stop.wait(self.interval_s):
-            pending = self.commits_since
-            if pending >= self.min_writes or (pending > 0 and pending == seen):
-                self.run_once()
-                pending = 0
+            try:
+                pending = self.pending()
+                if pending >= self.min_writes or (pending > 0 and pending == seen):
+                    self.run_once()
+                    pending = 0
+            except Exception:  # noqa: BLE001 - e.g. object storage briefly unreachable: next round
+                log.exception("compaction check failed")
             seen = pending

@@ -37,10 +37,9 @@ WriteOp = Append | Upsert
 
 
 class GroupWriter:
-    def __init__(self, store: Store, max_rows: int, on_commit: Callable[[int], None] | None = None) -> None:
+    def __init__(self, store: Store, max_rows: int) -> None:
         self.store = store
         self.max_rows = max_rows
-        self.on_commit = on_commit
         self._queue: queue.Queue[tuple[WriteOp, Future[None]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="codemem-writer", daemon=True)
         self._closed = False
@@ -118,8 +117,6 @@ class GroupWriter:
             for _, fut in group:
                 fut.set_exception(exc)
             return False
-        if self.on_commit is not None:
-            self.on_commit(sum(len(op.rows) for op, _ in group))
         if resolve:
             for _, fut in group:
                 fut.set_result(None)

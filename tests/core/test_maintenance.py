@@ -1,22 +1,28 @@
 """Session history cache and compaction: the pieces that keep Adds fast as a table grows."""
 
-import threading
 from datetime import timedelta
+from pathlib import Path
 
 from codemem.models import Message
 from codemem.sessions import MessageCache
+from codemem.store.locks import Locks, ProcessLock
 from codemem.store.maintenance import Compactor
 
 
 class FakeStore:
     """Answers what MessageCache and Compactor ask of a store, and records it."""
 
-    def __init__(self, stored: list[Message], fail_times: int = 0) -> None:
+    def __init__(self, stored: list[Message], fail_times: int = 0, data_dir: Path | None = None) -> None:
         self.stored = stored
         self.reads = 0
-        self.write_lock = threading.Lock()
+        self.locks = Locks(str(data_dir or "memory://"))
+        self.write_lock = self.locks.write
         self.fail_times = fail_times
         self.optimized_holding_lock: list[bool] = []
+        self.versions = 1
+
+    def version(self) -> int:
+        return self.versions
 
     def rows(self, where: str, columns: list[str], limit: int = 0) -> list[dict[str, object]]:
         self.reads += 1
@@ -28,6 +34,7 @@ class FakeStore:
 
     def optimize(self, keep: timedelta) -> None:
         self.optimized_holding_lock.append(self.write_lock.locked())
+        self.versions += 3
         if self.fail_times:
             self.fail_times -= 1
             raise RuntimeError("Retryable commit conflict")
@@ -71,3 +78,38 @@ def test_compaction_after_a_conflict_holds_the_write_lock() -> None:
     assert store.optimized_holding_lock == [False, True]
     compactor.run_once()
     assert store.optimized_holding_lock[-1] is False
+
+
+def test_compaction_counts_commits_of_every_process_and_skips_while_another_compacts(tmp_path: Path) -> None:
+    store = FakeStore([], data_dir=tmp_path)
+    compactor = Compactor(store, interval_s=0, min_writes=1)  # type: ignore[arg-type]
+    assert compactor.pending() == 0
+    store.versions += 5  # commits, whoever made them
+    assert compactor.pending() == 5
+    assert compactor.run_once() is True
+    assert compactor.pending() == 0  # the compaction's own versions are not pending work
+    # Another process holds the compaction lock (its own open file: flock is per open file).
+    other = ProcessLock(tmp_path / ".codemem-locks" / "compaction.lock")
+    assert other.acquire(blocking=False)
+    store.versions += 2
+    assert compactor.run_once() is False and compactor.pending() == 2
+    other.release()
+    assert compactor.run_once() is True
+
+
+def test_process_locks_exclude_other_open_files_of_the_same_path(tmp_path: Path) -> None:
+    first, second = Locks(str(tmp_path)), Locks(str(tmp_path))  # as two processes hold them
+    key, other_key = "0" * 32, "1" * 32
+    with first.session(key):
+        assert second.session(key).acquire(blocking=False) is False
+        assert second.session(other_key).acquire(blocking=False) is True  # another stripe
+        second.session(other_key).release()
+    assert second.session(key).acquire(blocking=False) is True
+    second.session(key).release()
+
+
+def test_object_storage_locks_are_this_process_only(tmp_path: Path) -> None:
+    locks = Locks("s3://bucket/prefix")
+    with locks.write:
+        assert locks.write.locked()
+    assert not (Path.cwd() / "s3:").exists()

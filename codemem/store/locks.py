@@ -1,0 +1,88 @@
+"""Locks that hold across the processes sharing one data directory.
+
+Several `codemem serve` workers (or a server and a CLI import) may write the same LanceDB
+table. LanceDB retries a commit that raced another, but two things need more than that:
+the Adds of one session must run one at a time everywhere (each rebuilds the session's
+card from what the one before wrote, and a retried request_id must see the first copy),
+and a compaction that lost a race must be able to land. On a local data directory these
+are advisory `flock`s on small files beside the data; on object storage (no shared file
+system) they are this process's locks only, and the deployment notes say how to route.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from pathlib import Path
+
+from codemem.config import is_object_storage
+
+LOCK_DIR = ".codemem-locks"
+
+
+class ProcessLock:
+    """A thread lock, plus an exclusive `flock` on `path` when there is one.
+
+    The thread lock comes first: `flock` is held per open file, so two threads of one
+    process sharing the descriptor would both get it."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._thread_lock = threading.Lock()
+        self._path = path
+        self._fd: int | None = None
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if not self._thread_lock.acquire(blocking):
+            return False
+        if self._path is None:
+            return True
+        try:
+            if self._fd is None:
+                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self._fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._thread_lock.release()
+            return False
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._thread_lock.release()
+
+    def locked(self) -> bool:
+        return self._thread_lock.locked()
+
+    def __enter__(self) -> ProcessLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class Locks:
+    """The named locks of one data directory: writes, compaction, and striped session locks
+    (a fixed set, so neither memory nor lock files grow with the number of sessions)."""
+
+    STRIPES = 256
+
+    def __init__(self, uri: str) -> None:
+        # On object storage there is no file system to share: the locks hold in this process.
+        root = None if is_object_storage(uri) else Path(uri.removeprefix("file://")) / LOCK_DIR
+        if root is not None:
+            root.mkdir(parents=True, exist_ok=True)
+
+        def lock(name: str) -> ProcessLock:
+            return ProcessLock(None if root is None else root / name)
+
+        self.write = lock("write.lock")
+        self.compaction = lock("compaction.lock")
+        self._sessions = [lock(f"session-{i:03d}.lock") for i in range(self.STRIPES)]
+
+    def session(self, session_key: str) -> ProcessLock:
+        return self._sessions[int(session_key[:8], 16) % self.STRIPES]

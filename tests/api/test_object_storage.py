@@ -1,0 +1,114 @@
+"""The store on S3-compatible object storage: two stateless nodes serving one memory.
+
+A local S3 server (moto's server mode) runs on loopback for the module; the nodes are real
+`codemem serve` processes given `--data-dir s3://bucket/prefix` and the usual AWS_*
+variables, as a deployment would.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import httpx
+import lancedb
+import pytest
+
+from tests.server import Server, free_port
+
+BUCKET, PREFIX = "codemem-test", "team-memory"
+
+
+@pytest.fixture(scope="module")
+def s3_env() -> Iterator[dict[str, str]]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(endpoint, timeout=1)
+            break
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise
+            time.sleep(0.1)
+    env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true"}
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test",
+                 aws_secret_access_key="test").create_bucket(Bucket=BUCKET)
+    yield env
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture(scope="module")
+def nodes(s3_env: dict[str, str]) -> Iterator[tuple[Server, Server]]:
+    uri = f"s3://{BUCKET}/{PREFIX}"
+    # One node owns compaction; the other serves only (see README, deployment).
+    first = Server(uri, env={**s3_env, "CODEMEM_COMPACT_INTERVAL_S": "1"}).start(timeout=180)
+    second = Server(uri, env={**s3_env, "CODEMEM_COMPACT_INTERVAL_S": "0"}).start(timeout=180)
+    yield first, second
+    for node in (first, second):
+        node.kill()
+
+
+def storage_options(env: dict[str, str]) -> dict[str, str]:
+    return {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region": "us-east-1",
+            "aws_endpoint": env["AWS_ENDPOINT_URL"], "allow_http": "true"}
+
+
+def add(node: Server, request_id: str, session_id: str, text: str) -> int:
+    body = {"request_id": request_id, "user_id": "team", "session_id": session_id,
+            "messages": [{"role": "user", "content": text}]}
+    return httpx.post(node.url + "/add", json=body, timeout=120).status_code
+
+
+def found(node: Server, token: str) -> bool:
+    r = httpx.post(node.url + "/search", json={"user_id": "team", "query": token, "top_k": 5}, timeout=60)
+    assert r.status_code == 200, r.text
+    return any(token in json.dumps(hit) for hit in r.json()["data"])
+
+
+def test_an_add_on_one_node_is_found_at_once_on_the_other(nodes: tuple[Server, Server]) -> None:
+    first, second = nodes
+    for i in range(4):
+        writer, reader = (first, second) if i % 2 == 0 else (second, first)
+        token = f"platypus{i}gadget"
+        assert add(writer, f"cross-{i}", f"s-{i}", f"{token} raised KeyError in settings loader") == 200
+        assert found(reader, token) and found(writer, token)
+
+
+def test_the_data_lives_in_the_bucket(nodes: tuple[Server, Server], s3_env: dict[str, str]) -> None:
+    s3 = boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                      aws_access_key_id="test", aws_secret_access_key="test")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX + "/items.lance/")["Contents"]]
+    assert any("/data/" in k for k in keys) and any("_versions" in k for k in keys)
+
+
+def test_retries_store_one_copy(nodes: tuple[Server, Server], s3_env: dict[str, str]) -> None:
+    # Concurrent copies reach one node (the deployment routes a user's writes to one node);
+    # a later retry reaches the other.
+    first, second = nodes
+    sends = [(first, f"dup-{i}", f"d-{i}", f"duplicated chunk {i}") for i in range(6) for _ in range(3)]
+    with ThreadPoolExecutor(len(sends)) as pool:
+        assert list(pool.map(lambda a: add(*a), sends)) == [200] * len(sends)
+    assert all(add(second, f"dup-{i}", f"d-{i}", f"duplicated chunk {i}") == 200 for i in range(6))
+    table = lancedb.connect(f"s3://{BUCKET}/{PREFIX}", storage_options=storage_options(s3_env)).open_table("items")
+    for i in range(6):
+        assert table.count_rows(f"kind = 'message' AND session_id = 'd-{i}'") == 1
+
+
+def test_a_restarted_node_serves_everything_acknowledged(nodes: tuple[Server, Server]) -> None:
+    _, second = nodes
+    assert second.stop() == 0
+    second.start(timeout=180)
+    for i in range(4):
+        assert found(second, f"platypus{i}gadget")

@@ -1,0 +1,80 @@
+"""`codemem serve --workers 2`: processes sharing one data directory behave as one service."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import lancedb
+import pytest
+
+from tests.server import Server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    root = tmp_path_factory.mktemp("workers")
+    server = Server(root / "data", args=("--workers", "2"), log_path=root / "server.log").start(timeout=180)
+    yield server
+    assert server.stop() == 0
+
+
+def add(url: str, request_id: str, session_id: str, text: str) -> httpx.Response:
+    body = {"request_id": request_id, "user_id": "team", "session_id": session_id,
+            "messages": [{"role": "user", "content": text}]}
+    # A fresh connection per request: the kernel hands it to either worker.
+    return httpx.post(url + "/add", json=body, timeout=120)
+
+
+def search(url: str, query: str) -> list[dict]:
+    r = httpx.post(url + "/search", json={"user_id": "team", "query": query, "top_k": 5}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()["data"]
+
+
+def access_pids(server: Server, route: str) -> set[int]:
+    entries = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+    return {e["pid"] for e in entries if e.get("logger") == "codemem.access" and e.get("route") == route}
+
+
+def test_an_add_answered_by_one_worker_is_found_at_once_by_either(served: Server) -> None:
+    for i in range(12):
+        token = f"quokka{i}widget"
+        assert add(served.url, f"raw-{i}", f"s-{i}", f"fixed {token} overflow in the parser").status_code == 200
+        # Immediately, on new connections: whichever worker answers sees the Add.
+        for _ in range(2):
+            assert any(token in json.dumps(hit) for hit in search(served.url, token)), token
+    # Both workers took Adds and Searches, so some Searches ran on the worker that did not
+    # store what they found.
+    assert len(access_pids(served, "/add")) == 2
+    assert len(access_pids(served, "/search")) == 2
+
+
+def test_concurrent_retries_across_workers_store_one_copy(served: Server) -> None:
+    sends = [(f"retry-{i}", f"r-{i}", f"retried message {i}") for i in range(10) for _ in range(3)]
+    with ThreadPoolExecutor(30) as pool:
+        codes = list(pool.map(lambda a: add(served.url, *a).status_code, sends))
+    assert codes == [200] * len(sends)
+    table = lancedb.connect(str(served.data_dir)).open_table("items")
+    for i in range(10):
+        rows = table.search().where(f"kind = 'message' AND session_id = 'r-{i}'").select(["id"]).to_list()
+        assert len(rows) == 1, rows
+
+
+def test_metrics_sum_requests_over_workers(served: Server) -> None:
+    before = _requests(served, "/health")
+    for _ in range(6):
+        assert httpx.get(served.url + "/health", timeout=10).status_code == 200
+    assert _requests(served, "/health") == before + 6
+
+
+def _requests(server: Server, path: str) -> float:
+    text = httpx.get(server.url + "/metrics", timeout=10).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("codemem_http_requests_total{") and f'path="{path}"' in line
+    )
+
