@@ -15,6 +15,7 @@ from litestar.openapi import OpenAPIConfig
 from api import metrics
 from api.admission import Admission
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
+from api.memoryarena import MemoryArenaController
 from api.routes import MemoryController, health
 from codemem.config import Settings
 from codemem.errors import CodememError
@@ -47,7 +48,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
                 mem.close()
 
     return Litestar(
-        route_handlers=[health, MemoryController, metrics.MetricsController],
+        route_handlers=[health, MemoryController, MemoryArenaController, metrics.MetricsController],
         middleware=[metrics.prometheus().middleware],
         lifespan=[lifespan],
         exception_handlers={
