@@ -16,6 +16,7 @@ from api import metrics
 from api.logs import access_log
 from api.admission import Admission
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
+from api.memoryarena import MemoryArenaController
 from api.routes import MemoryController, health
 from codemem.config import Settings
 from codemem.errors import CodememError
@@ -48,7 +49,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
                 mem.close()
 
     return Litestar(
-        route_handlers=[health, MemoryController, metrics.MetricsController],
+        route_handlers=[health, MemoryController, MemoryArenaController, metrics.MetricsController],
         middleware=[access_log, metrics.prometheus().middleware],
         lifespan=[lifespan],
         exception_handlers={
