@@ -27,7 +27,7 @@ from codemem.memory import Memory
 BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
 
 _GAUGES = {
-    "rows": "Items stored: messages, experience cards and steps",
+    "rows": "Items stored: messages, experience cards, steps and user registrations",
     "fragments": "Data fragments of the items table (each filtered query opens them all)",
     "unindexed_rows": "Rows not yet folded into the full-text index",
     "pending_writes": "Writes queued for the group-commit writer",

@@ -13,6 +13,10 @@
    Search answer of its user.
 4. Retry storm: `--storm` Adds each sent 3 times at once with one request_id; each mark must
    come back exactly once (no duplicate stored).
+5. Crash: `--crash-clients` clients stream two-message Adds (each message carries the Add's
+   mark); after `--crash-after` seconds the server gets SIGKILL, then is restarted on the
+   same data dir with no repair step. Every Add answered 200 must come back whole, and no
+   Add, answered or cut off, may come back half (one of its two messages).
 
 Loopback only, bounded in time and count. Writes `eval/results/load.json`.
 """
@@ -23,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import time
 import uuid
 from collections import Counter
@@ -32,7 +37,7 @@ from pathlib import Path
 
 import httpx
 
-from eval._server import running_server
+from eval._server import Server, running_server
 from eval.latency import RESULTS, load_queries, load_sessions, summary_ms
 
 CHUNK = 20
@@ -107,18 +112,23 @@ async def sustained(url: str, args: argparse.Namespace, pool: list[list[dict]], 
 
 async def found(url: str, user_id: str, marks: list[tuple[str, str]], concurrency: int = 8) -> dict[str, int]:
     """How many times each mark comes back in a Search for it; {mark: count}."""
-    counts: dict[str, int] = {}
+    texts = await answers(url, user_id, marks, concurrency)
+    return {mark: text.count(f"[load check {mark}]") for mark, text in texts.items()}
+
+
+async def answers(url: str, user_id: str, marks: list[tuple[str, str]], concurrency: int = 8) -> dict[str, str]:
+    """{mark: the text of its session's items in the answer to a Search for the mark}."""
+    texts: dict[str, str] = {}
     sem = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
         async def one(session: str, mark: str) -> None:
             async with sem:
                 r = await client.post("/search", json={"user_id": user_id, "query": mark, "top_k": 100})
-                text = "\n".join(h["content"] if isinstance(h["content"], str) else json.dumps(h["content"])
-                                 for h in r.json()["data"] if h["session_id"] == session)
-                counts[mark] = text.count(f"[load check {mark}]")
+                texts[mark] = "\n".join(h["content"] if isinstance(h["content"], str) else json.dumps(h["content"])
+                                         for h in r.json()["data"] if h["session_id"] == session)
 
         await asyncio.gather(*(one(s, m) for s, m in marks))
-    return counts
+    return texts
 
 
 async def storm(url: str, n: int, pool: list[list[dict]]) -> dict[str, object]:
@@ -143,6 +153,44 @@ async def storm(url: str, n: int, pool: list[list[dict]]) -> dict[str, object]:
     return {"adds": n, "copies_sent": 3 * n, "statuses": dict(statuses),
             "found_once": sum(c == 1 for c in counts.values()), "missing": sum(c == 0 for c in counts.values()),
             "duplicated": sum(c > 1 for c in counts.values())}
+
+
+async def crash(srv: Server, clients: int, after_s: float) -> dict[str, object]:
+    """Stream Adds, SIGKILL the server mid-stream, restart it, and check what survived."""
+    sent: list[tuple[str, str]] = []
+    acked: set[str] = set()
+    stop = asyncio.Event()
+    async with httpx.AsyncClient(base_url=srv.url, timeout=60) as client:
+        async def streamer(i: int) -> None:
+            n = 0
+            while not stop.is_set():
+                mark, session = f"k{uuid.uuid4().hex[:16]}", f"crash-{i}-{n // 4}"
+                sent.append((session, mark))
+                body = {"user_id": "crash", "session_id": session, "request_id": f"crash-{i}-{n}",
+                        "messages": [{"role": "user", "content": f"[crash check {mark} part 1] see the log"},
+                                     {"role": "assistant", "content": f"[crash check {mark} part 2] noted"}]}
+                r = await post(client, "/add", body)
+                if r is not None and r.status_code == 200:
+                    acked.add(mark)
+                n += 1
+
+        async def killer() -> None:
+            await asyncio.sleep(after_s)
+            os.killpg(srv.pid, signal.SIGKILL)  # the server's whole process group, no warning
+            await asyncio.sleep(0.5)
+            stop.set()
+
+        await asyncio.gather(killer(), *(streamer(i) for i in range(clients)))
+    t0 = time.perf_counter()
+    srv.revive()
+    restart_s = time.perf_counter() - t0
+    texts = await answers(srv.url, "crash", sent)
+    # Which of its two messages each Add has in store (the card's task may quote part 1 too).
+    parts = {m: sum(f"[crash check {m} part {n}]" in t for n in (1, 2)) for m, t in texts.items()}
+    return {"adds_sent": len(sent), "acknowledged": len(acked), "restart_s": round(restart_s, 1),
+            "acknowledged_lost": sum(parts[m] < 2 for m in acked),
+            "half_written": sum(c == 1 for c in parts.values()),
+            "unacknowledged_stored_whole": sum(parts[m] == 2 for _, m in sent if m not in acked)}
 
 
 async def preload(url: str, pool: list[list[dict]], messages: int) -> int:
@@ -173,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--searchers", type=int, default=256)
     p.add_argument("--preload", type=int, default=2000, help="messages stored before the load starts")
     p.add_argument("--storm", type=int, default=100, help="Adds sent three times at once")
+    p.add_argument("--crash-clients", type=int, default=16, help="Add clients streaming when the server is killed")
+    p.add_argument("--crash-after", type=float, default=10, help="seconds of streaming before SIGKILL")
     p.add_argument("--timeout", type=float, default=600, help="client timeout per request, seconds")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="server setting, e.g. CODEMEM_MAX_INFLIGHT_ADDS=8")
@@ -195,16 +245,20 @@ def main(argv: list[str] | None = None) -> int:
         lost = sum(c == 0 for c in counts.values())
         print(f"retry storm: {args.storm} Adds x 3 ...", flush=True)
         storm_result = asyncio.run(storm(srv.url, args.storm, pool))
+        print(f"crash: {args.crash_clients} Add clients, SIGKILL after {args.crash_after:.0f} s ...", flush=True)
+        crash_result = asyncio.run(crash(srv, args.crash_clients, args.crash_after))
     result = {
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
         "args": vars(args), "preloaded_messages": preloaded, "sustained": load,
-        "acknowledged_adds": len(acked), "lost": lost, "storm": storm_result,
+        "acknowledged_adds": len(acked), "lost": lost, "storm": storm_result, "crash": crash_result,
         "total_s": round(time.time() - started, 1),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "args"}, indent=2))
-    return 0 if lost == 0 and storm_result["duplicated"] == 0 and storm_result["missing"] == 0 else 1
+    ok = (lost == 0 and storm_result["duplicated"] == 0 and storm_result["missing"] == 0
+          and crash_result["acknowledged_lost"] == 0 and crash_result["half_written"] == 0)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
