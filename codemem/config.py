@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 ENV_PREFIX = "CODEMEM_"
@@ -52,13 +53,21 @@ class Settings:
     max_item_chars: int = 6_000
     max_body_bytes: int = 30 * 1024 * 1024
     max_image_bytes: int = 10 * 1024 * 1024
+    # How often (seconds) reads look for commits made by other processes; None: never, this
+    # process is the only writer (`serve`). The MCP server sets it: the Claude Code hook
+    # writes to the same data directory from its own process.
+    read_consistency_s: float | None = None
     log_level: str = "info"
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
-        """Defaults, then `CODEMEM_*` variables, then explicit overrides that are not None."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, defaults: Mapping[str, object] | None = None,
+        **overrides: object,
+    ) -> Settings:
+        """Defaults (`defaults` over the class's), then `CODEMEM_*` variables, then explicit
+        overrides that are not None."""
         env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
+        values: dict[str, object] = dict(defaults or {})
         for f in fields(cls):
             raw = env.get(ENV_PREFIX + f.name.upper())
             if raw is None or raw == "":
@@ -69,6 +78,22 @@ class Settings:
 
     def replace(self, **changes: object) -> Settings:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+def agent_defaults(environ: Mapping[str, str] | None = None) -> dict[str, object]:
+    """Defaults of the commands that run inside a coding agent (`mcp`, `hook`).
+
+    One data directory per person, in the XDG data directory, rather than `./codemem-data`
+    in whichever checkout the agent started in: each repository is its own user_id in it,
+    and the MCP server and the hook (separate processes) must find the same store. The
+    server re-reads what the hook committed within a second, and a Search answer (~4
+    characters a token) stays under the 50,000 characters past which Claude Code moves a
+    tool's output out of the conversation into a file. A `CODEMEM_*` variable or a flag
+    still overrides each of these.
+    """
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return {"data_dir": os.path.join(base, "codemem"), "read_consistency_s": 1.0, "search_token_budget": 10_000}
 
 
 def env_names() -> list[str]:
