@@ -91,6 +91,13 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
     return hits
 
 
+def whole(card: Row, evidence: Sequence[Row], shape: Shape) -> list[Hit]:
+    """One experience for a reader who asked for it by id: the card, then each evidence
+    item in order (each trimmed to max_item_chars) until the token budget is spent."""
+    hits = [_item_hit(card, 1.0, 0)] + [_item_hit(row, 1.0, shape.max_item_chars) for row in evidence]
+    return within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
+
+
 def _own(rows: list[Candidate], user_id: str) -> dict[str, Row]:
     # The store filtered by user key already; this re-check costs nothing and makes
     # isolation independent of the hash.

@@ -7,7 +7,7 @@ import re
 import sys
 from datetime import UTC, datetime, timedelta
 
-from codemem.config import Settings
+from codemem.config import Settings, agent_defaults
 
 _AGE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -67,16 +67,37 @@ def build_parser() -> argparse.ArgumentParser:
     delete = sub.add_parser("delete-user", help="delete every memory of one user_id")
     _data_dir(delete)
     delete.add_argument("--user-id", required=True)
+
+    # `mcp` and `hook` run inside a coding agent: their defaults are config.agent_defaults().
+    mcp = sub.add_parser("mcp", help="serve memory to agents over MCP (stdio by default)")
+    _data_dir(mcp, _AGENT_DATA)
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                     help="stdio (an agent starts the server) or http (streamable HTTP at /mcp)")
+    mcp.add_argument("--host", default=None, help="bind address with --transport http (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=None, help="port with --transport http (default 8000)")
+    mcp.set_defaults(agent=True)
+
+    hook = sub.add_parser("hook", help="capture an agent's sessions into its repository's memory")
+    agents = hook.add_subparsers(dest="agent_name", required=True)
+    claude = agents.add_parser("claude-code", help="ingest the transcript named by a Claude Code hook payload on stdin")
+    _data_dir(claude, _AGENT_DATA)
+    claude.add_argument("--wait", action="store_true",
+                        help="ingest before exiting (default: check the payload, then ingest in a background process)")
+    hook.set_defaults(agent=True)
     return parser
 
 
-def _data_dir(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", default=None, help="LanceDB data directory (default ./codemem-data)")
+_AGENT_DATA = "$XDG_DATA_HOME/codemem, else ~/.local/share/codemem"
+
+
+def _data_dir(p: argparse.ArgumentParser, default: str = "./codemem-data") -> None:
+    p.add_argument("--data-dir", default=None, help=f"LanceDB data directory (default {default})")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = Settings.from_env(
+        defaults=agent_defaults() if getattr(args, "agent", False) else None,
         data_dir=args.data_dir, host=getattr(args, "host", None), port=getattr(args, "port", None),
         workers=getattr(args, "workers", None),
     )

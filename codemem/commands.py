@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from codemem.config import Settings
-from codemem.memory import Memory
 from codemem.models import Hit, SearchRequest, TextPart
+
+if TYPE_CHECKING:
+    # Imported where used: it loads LanceDB (~2 s), and the Claude Code hook must answer
+    # well inside the 1.5 s Claude Code gives a SessionEnd hook by default.
+    from codemem.memory import Memory
 
 
 def serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -36,6 +41,8 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def _offline_memory(settings: Settings) -> Memory:
     """A Memory for one short command: no background compaction."""
+    from codemem.memory import Memory
+
     return Memory(settings.replace(compact_interval_s=0))
 
 
@@ -84,6 +91,7 @@ def delete_user(settings: Settings, args: argparse.Namespace) -> int:
 
 def ingest_transcripts(settings: Settings, args: argparse.Namespace) -> int:
     from codemem.ingest import ingest_transcripts as run
+    from codemem.memory import Memory
 
     memory = Memory(settings)
     try:
@@ -101,6 +109,7 @@ def ingest_transcripts(settings: Settings, args: argparse.Namespace) -> int:
 
 def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
     from codemem.ingest import ingest_git as run
+    from codemem.memory import Memory
 
     memory = Memory(settings)
     try:
@@ -112,3 +121,17 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
         memory.close()
     print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored.")
     return 0
+
+
+def mcp(settings: Settings, args: argparse.Namespace) -> int:
+    from integrations.mcp_server import serve_mcp
+
+    serve_mcp(settings, transport=args.transport)
+    return 0
+
+
+def hook(settings: Settings, args: argparse.Namespace) -> int:
+    # One agent so far: the parser accepts `hook claude-code` only.
+    from integrations.claude_code_hook import run_hook
+
+    return run_hook(settings, wait=args.wait)

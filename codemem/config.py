@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 ENV_PREFIX = "CODEMEM_"
@@ -23,7 +24,7 @@ class Settings:
     # Server processes sharing the data directory (`codemem serve --workers N`).
     workers: int = 1
     # How stale a read may be with respect to other processes' writes, in seconds (a CLI
-    # import beside a running server). Forced to 0, every read sees every acknowledged Add,
+    # import or the Claude Code hook beside a running server or MCP server). Forced to 0, every read sees every acknowledged Add,
     # when several workers or nodes share the store: each check costs ~2 ms per query.
     read_consistency_s: float = 1.0
     api_key: str | None = field(default=None, repr=False)
@@ -75,10 +76,14 @@ class Settings:
             raise ValueError(f"workers must be at least 1, not {self.workers}")
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> Settings:
-        """Defaults, then `CODEMEM_*` variables, then explicit overrides that are not None."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, defaults: Mapping[str, object] | None = None,
+        **overrides: object,
+    ) -> Settings:
+        """Defaults (`defaults` over the class's), then `CODEMEM_*` variables, then explicit
+        overrides that are not None."""
         env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
+        values: dict[str, object] = dict(defaults or {})
         for f in fields(cls):
             raw = env.get(ENV_PREFIX + f.name.upper())
             if raw is None or raw == "":
@@ -105,6 +110,22 @@ class Settings:
 def is_object_storage(uri: str) -> bool:
     """s3://, gs://, az://...: no shared file system, so no file locks beside the data."""
     return "://" in uri and not uri.startswith("file://")
+
+
+def agent_defaults(environ: Mapping[str, str] | None = None) -> dict[str, object]:
+    """Defaults of the commands that run inside a coding agent (`mcp`, `hook`).
+
+    One data directory per person, in the XDG data directory, rather than `./codemem-data`
+    in whichever checkout the agent started in: each repository is its own user_id in it,
+    and the MCP server and the hook (separate processes) must find the same store. A
+    Search answer (~4
+    characters a token) stays under the 50,000 characters past which Claude Code moves a
+    tool's output out of the conversation into a file. A `CODEMEM_*` variable or a flag
+    still overrides each of these.
+    """
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return {"data_dir": os.path.join(base, "codemem"), "search_token_budget": 10_000}
 
 
 def env_names() -> list[str]:

@@ -1,8 +1,10 @@
 """Bulk importers: agent transcripts and git history, through the same path as an Add.
 
 Each source becomes ordinary AddRequests handed to `Memory.add`, so what they store is
-searchable over HTTP too, and re-running an import adds nothing twice (request ids are
-derived from the source: session and message range, or commit sha).
+searchable over HTTP too, and re-running an import adds nothing twice: a commit's request
+id is its sha, and a transcript adds only the messages after those its session already has
+(a transcript only grows), so a longer transcript of a stored session adds just its new
+tail and the session's experience is rebuilt with it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ MAX_COMMIT_DIFF_CHARS = 20_000
 class IngestReport(msgspec.Struct):
     sources: int = 0  # transcripts or commits read
     added: int = 0  # Add calls that stored something
-    unchanged: int = 0  # Add calls that were retries of stored chunks
+    unchanged: int = 0  # commits stored before, transcripts with no new message
     messages: int = 0
     skipped_lines: int = 0  # transcript lines that did not parse
     empty: int = 0  # transcripts with no message
@@ -54,18 +56,25 @@ def iter_transcripts(paths: list[str]) -> Iterator[tuple[str, Transcript]]:
             yield str(p), load_claude_code_jsonl(p)
 
 
-def transcript_requests(name: str, t: Transcript, user_id: str, chunk: int) -> list[AddRequest]:
-    """A transcript as Add chunks of `chunk` messages; ids stable across re-runs."""
-    session_id = t.session_id or Path(name).stem
+def transcript_session_id(name: str, t: Transcript) -> str:
+    """The transcript's own session id, else its file name (Claude Code names files by it)."""
+    return t.session_id or Path(name).stem
+
+
+def transcript_requests(name: str, t: Transcript, user_id: str, chunk: int, start: int = 0) -> list[AddRequest]:
+    """The transcript's messages from `start` on as Add chunks of `chunk` messages; each
+    request id names its absolute message range, so it is stable across re-runs."""
+    session_id = transcript_session_id(name, t)
     out = []
-    for start in range(0, len(t.messages), chunk):
-        part = t.messages[start : start + chunk]
-        request_id = f"transcript:{session_id}:{start}-{start + len(part)}"
+    for begin in range(start, len(t.messages), chunk):
+        part = t.messages[begin : begin + chunk]
+        request_id = f"transcript:{session_id}:{begin}-{begin + len(part)}"
         out.append(AddRequest(request_id=request_id, user_id=user_id, session_id=session_id, messages=part))
     return out
 
 
 def ingest_transcripts(memory: Memory, paths: list[str], user_id: str, chunk: int = 50, progress: bool = True) -> IngestReport:
+    """Each transcript's messages that its session does not hold yet."""
     report = IngestReport()
     bar = tqdm(desc="transcripts", unit="session", disable=not progress)
     for name, transcript in iter_transcripts(paths):
@@ -73,7 +82,11 @@ def ingest_transcripts(memory: Memory, paths: list[str], user_id: str, chunk: in
         report.skipped_lines += transcript.skipped_lines
         if not transcript.messages:
             report.empty += 1
-        for req in transcript_requests(name, transcript, user_id, chunk):
+        stored = memory.message_count(user_id, transcript_session_id(name, transcript))
+        requests = transcript_requests(name, transcript, user_id, chunk, start=stored)
+        if transcript.messages and not requests:
+            report.unchanged += 1
+        for req in requests:
             _count(report, memory.add(req).duplicate, len(req.messages))
         bar.update(1)
     bar.close()

@@ -17,7 +17,7 @@ from codemem import answer, sessions
 from codemem.config import Settings
 from codemem.content import validate_add, validate_search
 from codemem.embedding import Embedder, make_embedder
-from codemem.errors import InvalidInput
+from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.ranking.assemble import group, session_scores
@@ -26,7 +26,7 @@ from codemem.ranking.rrf import rrf
 from codemem.refresher import SessionRefresher
 from codemem.store.lance import Store
 from codemem.store.maintenance import Compactor
-from codemem.store.schema import Row, key_of
+from codemem.store.schema import RESULT_COLUMNS, Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,33 @@ class Memory:
         groups = group(items, session_scores(lists), sessions.card_id, req.top_k)
         return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self.shape)
 
+    def experience(self, user_id: str, ref: str) -> list[Hit]:
+        """One whole experience of this user: its card, then its evidence in session order
+        (its step records, or its messages when it has none), within the answer budget.
+
+        `ref` is any id a Search returned (card, step or message) or a session_id, so a
+        reader can open the experience behind any item it was shown."""
+        if not user_id or not ref:
+            raise InvalidInput("user_id and id must be non-empty strings")
+        named = [c.fields for c in self.store.by_ids([ref]) if c.fields["user_id"] == user_id]
+        session_key = str(named[0]["session_key"]) if named else key_of(user_id, ref)
+        scope = f"user_key = '{key_of(user_id)}' AND session_key = '{session_key}'"
+        derived = self.store.rows(f"{scope} AND kind IN ('card', 'step')")
+        card = next((r for r in derived if r["kind"] == "card"), None)
+        if card is None:
+            raise NotFound(f"no experience {ref!r} in the memory of {user_id!r}")
+        evidence = sorted((r for r in derived if r["kind"] == "step"), key=lambda r: int(r["position"]))
+        if not evidence:
+            evidence = self.store.rows(f"{scope} AND kind = 'message'", columns=[*RESULT_COLUMNS, "request_key"])
+            evidence.sort(key=lambda r: (r["created_at"], r["request_key"], r["position"]))
+        return answer.whole(card, evidence, self.shape)
+
     # -- data handling --------------------------------------------------------------------
+
+    def message_count(self, user_id: str, session_id: str) -> int:
+        """How many messages of a session are stored (an importer of a transcript that
+        grows adds only what follows them)."""
+        return self.store.count(f"session_key = '{key_of(user_id, session_id)}' AND kind = 'message'")
 
     def delete_user(self, user_id: str) -> int:
         """Remove every memory of one user; returns how many items were removed."""

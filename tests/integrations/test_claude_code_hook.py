@@ -1,0 +1,154 @@
+"""`codemem hook claude-code`: a real Claude Code transcript lands once in its repository's
+memory, a longer transcript of the session adds only its tail, and bad input fails fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import git
+import pytest
+
+from codemem.config import Settings
+from codemem.embedding import MiniLMEmbedder
+from codemem.memory import Memory
+from codemem.store.schema import key_of
+from codemem.transcripts import load_claude_code_jsonl
+from integrations.claude_code_hook import HookError, ingest, parse_payload
+from tests.conftest import SHARED_DATA
+
+ROOT = Path(__file__).resolve().parents[2]
+TAR = SHARED_DATA / "trajectories.tar.xz"
+needs_data = pytest.mark.skipif(not TAR.exists(), reason=f"shared data not found at {TAR}")
+SESSION = "02288eb6-b08e-4b1c-9d29-b4abad2be12f"  # django__django-12915
+EARLY_LINES = 40  # the session before its edit of django/contrib/staticfiles/handlers.py
+USER = "repo:github.com/acme/django-fork"
+
+
+@pytest.fixture(scope="module")
+def transcripts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One real transcript, and the same session as Claude Code had written it earlier on."""
+    out = tmp_path_factory.mktemp("claude")
+    with tarfile.open(TAR) as tar:
+        member = next(m for m in tar if m.name.endswith(f"{SESSION[:8]}.jsonl"))
+        data = tar.extractfile(member).read()  # type: ignore[union-attr]
+    full, early = out / f"{SESSION}.jsonl", out / "early" / f"{SESSION}.jsonl"
+    early.parent.mkdir()
+    full.write_bytes(data)
+    early.write_bytes(b"".join(data.splitlines(keepends=True)[:EARLY_LINES]))
+    return early, full
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = git.Repo.init(tmp_path / "django-fork")
+    repo.create_remote("origin", "https://github.com/acme/django-fork.git")
+    return tmp_path / "django-fork"
+
+
+def _payload(transcript: Path, cwd: Path, event: str = "SessionEnd") -> bytes:
+    return json.dumps({
+        "session_id": SESSION, "transcript_path": str(transcript), "cwd": str(cwd),
+        "hook_event_name": event, "reason": "other", "permission_mode": "default",
+    }).encode()
+
+
+def _card(memory: Memory) -> dict:
+    cards = memory.store.rows(f"user_key = '{key_of(USER)}' AND kind = 'card'")
+    assert len(cards) == 1
+    return cards[0]
+
+
+@needs_data
+def test_a_transcript_is_stored_once_and_its_longer_version_adds_only_the_tail(
+    settings: Settings, embedder: MiniLMEmbedder, transcripts: tuple[Path, Path], repo: Path
+) -> None:
+    early, full = transcripts
+    n_early, n_full = len(load_claude_code_jsonl(early).messages), len(load_claude_code_jsonl(full).messages)
+    assert 0 < n_early < n_full
+
+    user, first = ingest(settings, parse_payload(_payload(early, repo, "Stop")), embedder=embedder)
+    assert user == USER and first.messages == n_early and first.added >= 1
+    with Memory(settings, embedder=embedder) as m:
+        rows, card = m.store.count(), _card(m)
+        assert m.message_count(USER, SESSION) == n_early
+    assert "django/contrib/staticfiles/handlers.py" not in json.loads(card["metadata"])["edited_files"]
+
+    _, again = ingest(settings, parse_payload(_payload(early, repo, "Stop")), embedder=embedder)
+    assert (again.added, again.messages, again.unchanged) == (0, 0, 1)
+    with Memory(settings, embedder=embedder) as m:
+        assert m.store.count() == rows
+
+    _, grown = ingest(settings, parse_payload(_payload(full, repo)), embedder=embedder)
+    assert grown.messages == n_full - n_early
+    with Memory(settings, embedder=embedder) as m:
+        assert m.message_count(USER, SESSION) == n_full
+        card = _card(m)  # the same experience, rebuilt from the whole session
+        assert json.loads(card["metadata"])["messages"] == n_full
+        assert "django/contrib/staticfiles/handlers.py" in json.loads(card["metadata"])["edited_files"]
+        rows = m.store.count()
+        # The whole experience opens by session id: the card, then its steps in order.
+        whole = m.experience(USER, SESSION)
+    assert whole[0].id == card["id"] and all(h.metadata["kind"] == "step" for h in whole[1:])
+    positions = [h.metadata["position"] for h in whole[1:]]
+    assert len(positions) > 1 and positions == sorted(positions)
+
+    _, last = ingest(settings, parse_payload(_payload(full, repo)), embedder=embedder)
+    assert (last.added, last.messages) == (0, 0)
+    with Memory(settings, embedder=embedder) as m:
+        assert m.store.count() == rows
+
+
+def _hook(stdin: bytes, *args: str, data_dir: Path, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "codemem.cli", "hook", "claude-code", "--data-dir", str(data_dir), *args],
+        input=stdin, capture_output=True, timeout=timeout, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.mark.parametrize("stdin, reason", [
+    (b"", "stdin is empty"),
+    (b"not json", "not JSON"),
+    (b'{"cwd": "/tmp"}', "missing required field `transcript_path`"),
+    (b'{"cwd": "/tmp", "transcript_path": "/no/such/transcript.jsonl"}', "is not a file"),
+    (b'{"cwd": 7, "transcript_path": "/tmp"}', "Expected `str`"),
+])
+def test_bad_input_fails_at_once_with_a_reason_and_a_non_blocking_status(tmp_path: Path, stdin: bytes, reason: str) -> None:
+    started = time.monotonic()
+    done = _hook(stdin, data_dir=tmp_path / "data")
+    # 1, never 2: Claude Code shows the message, and a Stop hook does not keep Claude going.
+    assert done.returncode == 1
+    assert reason in done.stderr.decode() and done.stderr.decode().startswith("codemem hook claude-code: ")
+    assert time.monotonic() - started < 15  # no model, no store: the interpreter's start-up
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_transcript_must_be_a_file(tmp_path: Path) -> None:
+    with pytest.raises(HookError, match="is not a file"):
+        parse_payload(_payload(tmp_path, tmp_path))
+
+
+@needs_data
+@pytest.mark.slow
+def test_by_default_the_hook_returns_at_once_and_ingests_in_the_background(
+    tmp_path: Path, transcripts: tuple[Path, Path], repo: Path, embedder: MiniLMEmbedder
+) -> None:
+    early, _ = transcripts
+    data = tmp_path / "data"
+    started = time.monotonic()
+    done = _hook(_payload(early, repo), data_dir=data)
+    assert done.returncode == 0, done.stderr.decode()
+    assert time.monotonic() - started < 10  # the model alone takes longer to load
+    log = data / "hooks" / "claude-code.log"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and f"added to {USER}" not in (log.read_text() if log.exists() else ""):
+        time.sleep(0.5)
+    assert f"new messages in 1 chunks added to {USER}" in log.read_text(), log.read_text()
+    with Memory(Settings(data_dir=str(data), compact_interval_s=0), embedder=embedder) as m:
+        assert m.message_count(USER, SESSION) == len(load_claude_code_jsonl(early).messages)

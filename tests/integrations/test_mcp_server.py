@@ -1,0 +1,227 @@
+"""`codemem mcp` through the MCP SDK's own client: one server process over stdio for the
+module (a conversation whose answers the tests read), and one over streamable HTTP."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import git
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+from codemem.config import Settings
+from codemem.embedding import MiniLMEmbedder
+from codemem.memory import Memory
+from codemem.models import AddRequest, Message
+from tests.server import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+USER = "repo:github.com/acme/widgets"  # the remote of the repository the server runs in
+NOTE = ("The flaky test tests/test_io.py::test_read_chunks fails when two workers share /tmp/cache; "
+        "fixed by giving each test its own tmp_path.")
+TIMEOUT_S = 240
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Conversation:
+    tools: dict[str, Any] = field(default_factory=dict)
+    answers: dict[str, CallToolResult] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    history_repo: str = ""
+
+    def text(self, name: str) -> str:
+        content = self.answers[name].content
+        assert len(content) == 1 and isinstance(content[0], TextContent)
+        return content[0].text
+
+
+def _history(path: Path) -> Path:
+    """A repository of three commits, the second a fix to find later."""
+    repo = git.Repo.init(path)
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "Dev")
+        cw.set_value("user", "email", "dev@example.com")
+    for message, body in [
+        ("Add calculator", "def divide(a, b):\n    return a / b\n"),
+        ("Fix ZeroDivisionError in divide when b is 0",
+         "def divide(a, b):\n    if b == 0:\n        raise ValueError('division by zero')\n    return a / b\n"),
+        ("Write the README", None),
+    ]:
+        name = "calc.py" if body else "README"
+        (path / name).write_text(body or "docs\n")
+        repo.index.add([name])
+        repo.index.commit(message)
+    return path
+
+
+def _write_from_another_process(data_dir: Path, embedder: MiniLMEmbedder) -> None:
+    """What the Claude Code hook does while the server runs: its own Memory, its own commits."""
+    with Memory(Settings(data_dir=str(data_dir), compact_interval_s=0), embedder=embedder) as m:
+        m.add(AddRequest("hook-1", USER, "claude-session-7", [
+            Message("user", "PaymentGateway.charge times out after 30 s under load"),
+            Message("assistant", "Raised the pool size in payments/gateway.py and added a retry with backoff"),
+        ]))
+
+
+async def _converse(
+    params: StdioServerParameters, data_dir: Path, history: Path, errlog: Any, embedder: MiniLMEmbedder
+) -> Conversation:
+    talk = Conversation(history_repo=str(history.resolve()))
+    with anyio.fail_after(TIMEOUT_S):
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+
+            async def call(key: str, tool: str, **arguments: Any) -> str:
+                started = time.monotonic()
+                talk.answers[key] = await session.call_tool(tool, arguments)
+                talk.seconds[key] = time.monotonic() - started
+                return talk.text(key)
+
+            started = time.monotonic()
+            await session.initialize()
+            talk.seconds["initialize"] = time.monotonic() - started
+            talk.tools = {t.name: t for t in (await session.list_tools()).tools}
+            await call("remember", "remember", text=NOTE)
+            await call("remember_again", "remember", text=NOTE)
+            await call("remember_chat", "remember", session_id="docs-theme", messages=[
+                {"role": "user", "content": "Bump the docs theme to furo 2024.8"},
+                {"role": "assistant", "content": "Updated docs/conf.py and docs/requirements.txt"},
+            ])
+            found = await call("search", "search_memory", query="test_read_chunks is flaky with shared cache", top_k=2)
+            first_id = re.search(r'<experience rank="1" id="([^"]+)"', found)
+            await call("experience", "get_experience", id=first_id.group(1) if first_id else "")
+            await call("experience_missing", "get_experience", id="c_000000000000000000000000")
+            await call("stranger", "search_memory", query="flaky test", user_id="someone-else")
+            await call("neither", "remember")
+            await anyio.to_thread.run_sync(_write_from_another_process, data_dir, embedder)
+            await anyio.sleep(1.5)  # the server looks for other processes' commits every second
+            await call("elsewhere", "search_memory", query="payment gateway charge timeout", top_k=1)
+            await call("ingest", "ingest_repository", path=str(history))
+            await call("ingest_again", "ingest_repository", path=str(history))
+            await call("history", "search_memory", query="ZeroDivisionError when dividing by zero",
+                       user_id=f"repo:{history.resolve()}")
+    return talk
+
+
+@pytest.fixture(scope="module")
+def talk(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Conversation:
+    base = tmp_path_factory.mktemp("mcp")
+    workdir = base / "widgets"
+    git.Repo.init(workdir).create_remote("origin", "git@github.com:acme/widgets.git")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "codemem.cli", "mcp", "--data-dir", str(base / "data")],
+        env={"PYTHONPATH": str(ROOT), "CODEMEM_COMPACT_INTERVAL_S": "0"}, cwd=workdir,
+    )
+    log = base / "server.log"
+    with open(log, "w") as errlog:
+        try:
+            return anyio.run(_converse, params, base / "data", _history(base / "history"), errlog, embedder)
+        except BaseException:
+            print(log.read_text()[-4000:], file=sys.stderr)
+            raise
+
+
+def test_the_server_offers_the_four_tools(talk: Conversation) -> None:
+    assert set(talk.tools) == {"search_memory", "get_experience", "remember", "ingest_repository"}
+    assert talk.tools["search_memory"].input_schema["required"] == ["query"]
+    assert talk.tools["get_experience"].input_schema["required"] == ["id"]
+    assert talk.tools["search_memory"].annotations.read_only_hint is True
+    assert talk.tools["remember"].annotations.idempotent_hint is True
+
+
+def test_the_handshake_does_not_wait_for_the_model(talk: Conversation) -> None:
+    # The first remember waits for the model still loading; the handshake did not.
+    assert talk.seconds["initialize"] < talk.seconds["remember"]
+
+
+def test_remember_goes_to_this_repository_and_stores_nothing_twice(talk: Conversation) -> None:
+    assert not talk.answers["remember"].is_error
+    assert talk.text("remember").startswith("Remembered 1 message(s) as session note:")
+    assert talk.text("remember").endswith(f"in the memory of {USER}.")
+    assert talk.text("remember_again").startswith("Already remembered")
+    assert "session docs-theme" in talk.text("remember_chat")
+
+
+def test_search_finds_the_remembered_experience_first(talk: Conversation) -> None:
+    text = talk.text("search")
+    assert not talk.answers["search"].is_error
+    assert text.startswith(f"2 items from the memory of {USER}, best first.")
+    blocks = re.findall(r"<experience rank=\"(\d)\" id=\"(c_\w+)\" session=\"([^\"]+)\"[^>]*>\n(.*?)\n</experience>", text, re.S)
+    assert [b[0] for b in blocks] == ["1", "2"]
+    assert blocks[0][2].startswith("note:") and "test_read_chunks" in blocks[0][3]
+    assert blocks[1][2] == "docs-theme"
+
+
+def test_get_experience_opens_the_card_with_its_evidence(talk: Conversation) -> None:
+    text = talk.text("experience")
+    assert not talk.answers["experience"].is_error
+    assert text.startswith("Experience note:") and "1 evidence item in session order" in text
+    assert "<experience id=\"c_" in text and "## Task" in text
+    assert re.search(r'<evidence id="m_\w+" session="note:\w+" kind="message" role="user" position="0"', text)
+    assert NOTE in text.split("<evidence")[1]
+
+
+def test_errors_are_tool_errors_a_model_can_read(talk: Conversation) -> None:
+    assert talk.answers["experience_missing"].is_error
+    assert "no experience 'c_000000000000000000000000'" in talk.text("experience_missing")
+    assert talk.answers["neither"].is_error and "give either text or messages" in talk.text("neither")
+
+
+def test_the_server_sees_what_another_process_stored(talk: Conversation) -> None:
+    first = talk.text("elsewhere").split("</experience>")[0]
+    assert 'session="claude-session-7"' in first and "payments/gateway.py" in first
+
+
+def test_memories_are_per_repository(talk: Conversation) -> None:
+    assert talk.text("stranger") == "Nothing in the memory of someone-else matches this query."
+
+
+def test_ingest_repository_imports_history_once_into_that_repositorys_memory(talk: Conversation) -> None:
+    user = f"repo:{talk.history_repo}"
+    assert talk.text("ingest") == f"Read 3 commits of {talk.history_repo}: 3 new experiences, 0 already stored, in the memory of {user}."
+    assert ": 0 new experiences, 3 already stored" in talk.text("ingest_again")
+    first = talk.text("history").split("</experience>")[0]
+    assert f"from the memory of {user}" in talk.text("history")
+    assert "Fix ZeroDivisionError in divide" in first
+
+
+async def _over_http(url: str) -> tuple[set[str], CallToolResult]:
+    with anyio.fail_after(60):
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            return names, await session.call_tool("get_experience", {"id": "s-1", "user_id": "u"})
+
+
+def test_the_same_tools_over_streamable_http(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codemem.cli", "mcp", "--transport", "http", "--port", str(port),
+         "--data-dir", str(tmp_path / "data")],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None, "the server exited"
+            time.sleep(0.2)
+        names, missing = anyio.run(_over_http, f"http://127.0.0.1:{port}/mcp")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert names == {"search_memory", "get_experience", "remember", "ingest_repository"}
+    assert missing.is_error and "no experience 's-1' in the memory of 'u'" in missing.content[0].text  # type: ignore[union-attr]
