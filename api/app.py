@@ -13,9 +13,9 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 
 from api import metrics
-from api.logs import access_log
 from api.admission import Admission
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
+from api.logs import access_log
 from api.memoryarena import MemoryArenaController
 from api.routes import MemoryController, health
 from codemem.config import Settings

@@ -13,9 +13,14 @@ import os
 from collections.abc import Iterator
 
 from litestar import Response, get
-
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    generate_latest,
+    multiprocess,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
