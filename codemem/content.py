@@ -66,6 +66,10 @@ def validate_content(content: str | list[ContentPart], field: str, max_image_byt
             validate_image(part, f"{where}.image_url.url", max_image_bytes)
 
 
+# Stored as a 64-bit integer (found by schema-driven fuzzing: a larger one made the write fail).
+MAX_TIMESTAMP_MS = 2**63 - 1
+
+
 def validate_add(req: AddRequest, max_image_bytes: int) -> None:
     _require_text(req.request_id, "request_id")
     _require_text(req.user_id, "user_id")
@@ -79,8 +83,8 @@ def validate_add(req: AddRequest, max_image_bytes: int) -> None:
 def validate_message(msg: Message, field: str, max_image_bytes: int) -> None:
     if msg.role not in ("user", "assistant"):
         raise InvalidInput(f"{field}.role must be 'user' or 'assistant'")
-    if msg.timestamp is not None and msg.timestamp < 0:
-        raise InvalidInput(f"{field}.timestamp must be Unix milliseconds >= 0")
+    if msg.timestamp is not None and not 0 <= msg.timestamp <= MAX_TIMESTAMP_MS:
+        raise InvalidInput(f"{field}.timestamp must be Unix milliseconds, 0 to {MAX_TIMESTAMP_MS}")
     validate_content(msg.content, f"{field}.content", max_image_bytes)
 
 

@@ -190,6 +190,8 @@ def _valid() -> dict:
         (lambda b: b["messages"][0].update(content=[]), "messages[0].content"),
         (lambda b: b["messages"][0].update(content=5), "messages[0].content"),
         (lambda b: b["messages"][0].update(timestamp="yesterday"), "messages[0].timestamp"),
+        (lambda b: b["messages"][0].update(timestamp=2**63), "messages[0].timestamp"),
+        (lambda b: b["messages"][0].update(timestamp=-1), "messages[0].timestamp"),
         (lambda b: b["messages"][0].pop("role"), "role"),
     ],
 )
