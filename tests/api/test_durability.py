@@ -37,7 +37,10 @@ def test_restart_keeps_everything_acknowledged(tmp_path: Path) -> None:
         server.kill()
 
 
-def test_sigkill_mid_stream_loses_no_acknowledged_add(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_a_stop_mid_stream_loses_no_acknowledged_add(tmp_path: Path, how: str) -> None:
+    """SIGKILL: a crash. SIGTERM: a graceful stop, whose in-flight Adds finish or are not
+    acknowledged. Either way every acknowledged Add is there after a restart, whole."""
     server = Server(tmp_path / "data").start()
     acked: set[str] = set()
     stop = threading.Event()
@@ -61,7 +64,10 @@ def test_sigkill_mid_stream_loses_no_acknowledged_add(tmp_path: Path) -> None:
     try:
         while len(acked) < 40:
             threading.Event().wait(0.05)
-        server.kill()  # SIGKILL while Adds are in flight
+        if how == "SIGKILL":
+            server.kill()  # while Adds are in flight
+        else:
+            assert server.stop() == 0  # graceful, while Adds are in flight
         stop.set()
         for t in threads:
             t.join(timeout=60)
