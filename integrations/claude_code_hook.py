@@ -10,8 +10,9 @@ foreground instead. A bad payload is a one-line error on stderr and exit status 
 Claude Code shows and otherwise ignores (status 2 would make a Stop hook keep Claude going).
 
 Ingestion is idempotent: only the messages after those the session already holds are added
-(`codemem.ingest`). Runs take turns on a file lock in the data directory, so two runs for
-one session (a Stop, then SessionEnd) cannot both add the same tail.
+(`codemem.ingest`), under request ids that name their message range, so a second run for
+one session (a Stop, then SessionEnd) adds nothing twice. Runs also take turns on a file
+lock, so they queue rather than compete for the CPU and the store.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import msgspec
 
-from codemem.config import Settings
+from codemem.config import Settings, is_object_storage
 from codemem.repo_id import repo_user_id
 
 if TYPE_CHECKING:
@@ -129,8 +130,8 @@ def ingest(settings: Settings, payload: HookPayload, embedder: Embedder | None =
         try:
             report = ingest_transcripts(memory, [payload.transcript_path], user_id, progress=False)
             if report.added:
-                # Nothing else compacts what hooks write (a running MCP server compacts only
-                # its own commits), and each run adds a few fragments every search opens.
+                # Each run adds a few fragments every search opens; no server may be running
+                # to compact them.
                 memory.compactor.run_once()
         except (CodememError, OSError) as exc:
             raise HookError(f"ingesting {payload.transcript_path} failed: {exc}") from exc
@@ -147,8 +148,8 @@ def detach(settings: Settings, payload: HookPayload) -> None:
         os.replace(log_path, log_path.with_suffix(".log.1"))
     # -P: the hook runs in the user's repository, whose own `codemem/` or `integrations/`
     # folder must not shadow the installed packages.
-    command = [sys.executable, "-P", "-m", "codemem.cli", "hook", "claude-code", "--wait",
-               "--data-dir", os.path.abspath(settings.data_dir)]
+    data_dir = settings.data_dir if is_object_storage(settings.data_dir) else os.path.abspath(settings.data_dir)
+    command = [sys.executable, "-P", "-m", "codemem.cli", "hook", "claude-code", "--wait", "--data-dir", data_dir]
     quiet = os.environ | {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}  # a log, not a terminal
     with open(log_path, "ab") as log:
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=log, env=quiet,
@@ -159,17 +160,22 @@ def detach(settings: Settings, payload: HookPayload) -> None:
 
 
 def _hook_dir(settings: Settings) -> Path:
-    path = Path(settings.data_dir).expanduser() / "hooks"
+    """The hook's log and lock: beside the data, or in the user's state directory when the
+    data is in object storage."""
+    if is_object_storage(settings.data_dir):
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        path = Path(state) / "codemem" / "hooks"
+    else:
+        path = Path(settings.data_dir).expanduser() / "hooks"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 @contextmanager
 def _turn(settings: Settings) -> Iterator[None]:
-    """One run at a time per data directory, across processes (an advisory file lock).
-
-    Add deduplicates a request within one process only; sessions rarely end together, so
-    taking turns costs little and also spares LanceDB concurrent commits."""
+    """One run at a time per data directory, across processes (an advisory file lock):
+    sessions rarely end together, so taking turns costs little and keeps two model loads
+    from competing for the CPU."""
     with open(_hook_dir(settings) / "claude-code.lock", "a") as handle:
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
