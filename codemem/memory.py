@@ -82,18 +82,26 @@ class Memory:
         validate_add(req, self.settings.max_image_bytes)
         user_key = key_of(req.user_id)
         request_key = key_of(req.user_id, req.request_id)
+
+        def stored() -> bool:
+            return self.store.exists(f"user_key = '{user_key}' AND request_key = '{request_key}'")
+
         # Under the session's lock, which other threads and the other processes on this data
-        # directory take too: a retry, wherever it is answered, sees the first copy.
+        # directory take too (and, on S3, the request's claim for nodes sharing the bucket):
+        # a retry, wherever it is answered, sees the first copy.
         with self.store.locks.session(key_of(req.user_id, req.session_id)):
-            if self.store.exists(f"user_key = '{user_key}' AND request_key = '{request_key}'"):
+            if stored():
                 return self._result(req, stored=0, duplicate=True)
-            rows = self._message_rows(req, user_key, request_key)
-            derived = self._derived_rows(req, rows[0], experience)
-            if derived is None:
-                self.writer.write(Append(rows))
-                self.refresher.mark(req.user_id, req.session_id)
-            else:
-                self._write_derived(derived, rows)
+            with self.store.claim(request_key, stored) as mine:
+                if not mine:  # another node stored it
+                    return self._result(req, stored=0, duplicate=True)
+                rows = self._message_rows(req, user_key, request_key)
+                derived = self._derived_rows(req, rows[0], experience)
+                if derived is None:
+                    self.writer.write(Append(rows))
+                    self.refresher.mark(req.user_id, req.session_id)
+                else:
+                    self._write_derived(derived, rows)
         return self._result(req, stored=len(rows))
 
     def _write_derived(self, derived: sessions.Derived, messages: list[Row]) -> None:

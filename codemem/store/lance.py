@@ -5,9 +5,10 @@ Everything LanceDB-specific lives here; ranking code sees plain `Candidate` valu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 import lancedb
@@ -16,6 +17,7 @@ import numpy as np
 from lancedb.index import FTS, Bitmap, BTree
 
 from codemem.errors import StoreMismatch
+from codemem.store.claims import RequestClaims
 from codemem.store.locks import Locks
 from codemem.store.schema import (
     CANDIDATE_COLUMNS,
@@ -51,6 +53,7 @@ class Store:
         self.schema = items_schema(model, dim)
         self._index_lock = threading.Lock()
         self.locks = Locks(uri)
+        self.claims = RequestClaims(uri) if uri.startswith("s3://") else None
         # Held by whoever commits (the writer, the compactor when it must), in every process.
         self.write_lock = self.locks.write
         with self.write_lock:  # workers starting together: one creates the table and indexes
@@ -92,6 +95,12 @@ class Store:
                     table.create_index(column, config=config, name=f"{column}_idx")
 
     # -- writes ---------------------------------------------------------------------------
+
+    def claim(self, request_key: str, stored: Callable[[], bool]) -> contextlib.AbstractContextManager[bool]:
+        """Held while this process stores a request; False when another node stored it
+        meanwhile. Only on S3 is there anything to claim (see claims.py): elsewhere the
+        session locks already hold across processes."""
+        return contextlib.nullcontext(True) if self.claims is None else self.claims.hold(request_key, stored)
 
     def append(self, rows: list[Row]) -> None:
         """One atomic commit: all rows become visible together, or none do."""
