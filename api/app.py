@@ -62,6 +62,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
         openapi_config=OpenAPIConfig(title="codemem", version="0.1.0", path="/schema"),
         on_app_init=[_configure_logging(settings)],
         debug=False,
+        logging_config=None,  # logging is configured once, by `serve` (api/logs.py)
     )
 
 

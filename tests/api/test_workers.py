@@ -21,15 +21,18 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     assert server.stop() == 0
 
 
+USER = "team-7f3a9c"
+
+
 def add(url: str, request_id: str, session_id: str, text: str) -> httpx.Response:
-    body = {"request_id": request_id, "user_id": "team", "session_id": session_id,
+    body = {"request_id": request_id, "user_id": USER, "session_id": session_id,
             "messages": [{"role": "user", "content": text}]}
     # A fresh connection per request: the kernel hands it to either worker.
     return httpx.post(url + "/add", json=body, timeout=120)
 
 
 def search(url: str, query: str) -> list[dict]:
-    r = httpx.post(url + "/search", json={"user_id": "team", "query": query, "top_k": 5}, timeout=60)
+    r = httpx.post(url + "/search", json={"user_id": USER, "query": query, "top_k": 5}, timeout=60)
     assert r.status_code == 200, r.text
     return r.json()["data"]
 
@@ -78,3 +81,12 @@ def _requests(server: Server, path: str) -> float:
         if line.startswith("codemem_http_requests_total{") and f'path="{path}"' in line
     )
 
+
+
+def test_logs_are_json_lines_without_content_or_user_ids(served: Server) -> None:
+    assert add(served.url, "log-check", "s-log", "zebrafinch secret content").status_code == 200
+    search(served.url, "zebrafinch")
+    lines = [line for line in served.log().splitlines() if line and not line.startswith("codemem serving on")]
+    entries = [json.loads(line) for line in lines]  # every line is one JSON object
+    assert any(e.get("logger") == "codemem.access" and e.get("route") == "/add" for e in entries)
+    assert not [line for line in lines if "zebrafinch" in line or USER in line]
