@@ -24,8 +24,9 @@ class Settings:
     # Server processes sharing the data directory (`codemem serve --workers N`).
     workers: int = 1
     # How stale a read may be with respect to other processes' writes, in seconds (a CLI
-    # import or the Claude Code hook beside a running server or MCP server). Forced to 0, every read sees every acknowledged Add,
-    # when several workers or nodes share the store: each check costs ~2 ms per query.
+    # import or the Claude Code hook beside a running server or MCP server). Forced to 0
+    # (every read sees every acknowledged Add) when several workers or nodes share the
+    # store; each check costs ~2 ms per query.
     read_consistency_s: float = 1.0
     api_key: str | None = field(default=None, repr=False)
     # Embedding: the packaged offline model by default.
@@ -117,11 +118,10 @@ def agent_defaults(environ: Mapping[str, str] | None = None) -> dict[str, object
 
     One data directory per person, in the XDG data directory, rather than `./codemem-data`
     in whichever checkout the agent started in: each repository is its own user_id in it,
-    and the MCP server and the hook (separate processes) must find the same store. A
-    Search answer (~4
-    characters a token) stays under the 50,000 characters past which Claude Code moves a
-    tool's output out of the conversation into a file. A `CODEMEM_*` variable or a flag
-    still overrides each of these.
+    and the MCP server and the hook (separate processes) must find the same store. A Search
+    answer (~4 characters a token) stays under the 50,000 characters past which Claude Code
+    moves a tool's output out of the conversation into a file. A `CODEMEM_*` variable or a
+    flag still overrides each of these.
     """
     env = os.environ if environ is None else environ
     base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
