@@ -191,9 +191,6 @@ class Store:
     def version(self) -> int:
         return int(self.table.version)
 
-    def checkout_latest(self) -> None:
-        self.table.checkout_latest()
-
 
 def _id_list(ids: list[str]) -> str:
     """Ids quoted for an `IN (...)` filter. Ids are ours (a prefix, `_`, hex): anything else
