@@ -67,6 +67,7 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
     rows = _own(read(wanted), user_id)
     hits: list[Hit] = []
     loose: list[str] = []  # evidence ids not inlined, in answer order
+    said = _Said()
     for g in groups:
         card = rows.get(g.card.id)
         allot = shape.evidence_chars if hits else shape.first_evidence_chars
@@ -76,7 +77,10 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
             if card is None or row is None or row["content"] or allot <= 0:
                 loose.append(e.id)
                 continue
+            if said.covers(row):
+                continue
             text, _ = trim(str(row["text"]), min(allot, shape.max_item_chars))
+            said.add(text)
             allot -= len(text)
             inline.append((row, text))
         if card is not None:
@@ -88,8 +92,12 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
         extra = _own(read(loose[:room]), user_id)
         floor = hits[-1].score if hits else 1.0
         for i, item_id in enumerate(loose[:room]):
-            if item_id in extra:
-                hits.append(_item_hit(extra[item_id], floor * 0.99 ** (i + 1), shape.max_item_chars))
+            row = extra.get(item_id)
+            if row is None or said.covers(row):
+                continue
+            hits.append(_item_hit(row, floor * 0.99 ** (i + 1), shape.max_item_chars))
+            if isinstance(hits[-1].content, str):
+                said.add(hits[-1].content)
         hits = within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     return hits
 
@@ -99,6 +107,26 @@ def whole(card: Row, evidence: Sequence[Row], shape: Shape) -> list[Hit]:
     item in order (each trimmed to max_item_chars) until the token budget is spent."""
     hits = [_item_hit(card, 1.0, 0)] + [_item_hit(row, 1.0, shape.max_item_chars) for row in evidence]
     return within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
+
+
+class _Said:
+    """The evidence an answer carries so far, whitespace aside: evidence already said (a
+    file read twice, a rerun's output, a message its step record quotes) is not said again.
+    Cards are not counted: a message is returned verbatim even where a card restates it.
+    What is recorded is what the answer shows: an item trimmed to its head and tail does not
+    cover its middle."""
+
+    def __init__(self) -> None:
+        self._said = ""  # one string, so that a lookup is one substring search
+
+    def add(self, text: str) -> None:
+        self._said += "\0" + " ".join(text.split())
+
+    def covers(self, row: Row) -> bool:
+        """Whether all of `row`'s text is in the answer already."""
+        if row["content"]:  # multimodal parts are returned as stored
+            return False
+        return " ".join(str(row["text"]).split()) in self._said
 
 
 def _own(rows: list[Candidate], user_id: str) -> dict[str, Row]:

@@ -87,7 +87,10 @@ class Chunks:
             raise InvalidInput("question must be a non-empty string")
         if top_k < 1:
             raise InvalidInput("top_k must be an integer >= 1")
-        hits = self.memory.search(SearchRequest(user_id=user_id, query=question, top_k=top_k))
+        # No relevance floor: a user's chunks are the earlier subtasks of one task, each a
+        # possible dependency even when it shares few words with the question; the budget
+        # bounds the prompt.
+        hits = self.memory.search(SearchRequest(user_id=user_id, query=question, top_k=top_k), relevance_floor=0.0)
         found = _fit(self._texts(user_id, hits), budget_tokens * CHARS_PER_TOKEN)
         return found[:top_k]
 

@@ -177,8 +177,9 @@ class Memory:
 
     # -- Search ---------------------------------------------------------------------------
 
-    def search(self, req: SearchRequest) -> list[Hit]:
-        """At most top_k items of this user's memory, best first."""
+    def search(self, req: SearchRequest, relevance_floor: float | None = None) -> list[Hit]:
+        """At most top_k items of this user's memory, best first; experiences scoring below
+        `relevance_floor` (default: the setting) times the best one are left out."""
         validate_search(req, self.settings.max_image_bytes)
         text = req.text
         if not text.strip():
@@ -194,7 +195,8 @@ class Memory:
         dense = self.store.nearest(vector, where, limit)
         lists = [(1.0, lexical.result()), (DENSE_WEIGHT, dense), (1.0, by_refs.result())]
         items = rrf([found for _, found in lists])  # orders each session's evidence
-        groups = group(items, session_scores(lists), sessions.card_id, req.top_k)
+        floor = self.settings.relevance_floor if relevance_floor is None else relevance_floor
+        groups = group(items, session_scores(lists), sessions.card_id, req.top_k, floor)
         return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self.shape)
 
     def experience(self, user_id: str, ref: str) -> list[Hit]:

@@ -48,11 +48,18 @@ def group(
     scores: dict[str, float],
     card_of: Callable[[str], str],
     limit: int,
+    floor: float = 0.0,
 ) -> list[Group]:
     """The `limit` best sessions, each with its card and its other matching `items` (in the
     order given). Every session has a card, written with its first chunk, with the id
-    `card_of(session key)`: a session found through its steps or messages gets it too."""
+    `card_of(session key)`: a session found through its steps or messages gets it too.
+
+    Sessions scoring below `floor` times the best session's score are left out: what only
+    one retriever's tail found is noise, not padding for a reader's window."""
     order = sorted(scores, key=lambda key: scores[key], reverse=True)[:limit]
+    if order and floor > 0:
+        least = floor * scores[order[0]]
+        order = [key for key in order if scores[key] >= least]
     groups = {key: Group(key, scores[key], Candidate(card_of(key), 0.0, {"session_key": key, "kind": "card"}))
               for key in order}
     for item in items:
