@@ -16,6 +16,8 @@ import numpy as np
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from codemem.onnx_encoder import OnnxEncoder
+
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIM = 384
 
@@ -28,6 +30,10 @@ class Embedder(Protocol):
     def loaded(self) -> bool: ...
 
     def load(self) -> object: ...
+
+    def warm(self) -> None:
+        """Load everything a long-lived process wants ready before its first request."""
+        ...
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text, reading at most max_tokens each."""
@@ -42,6 +48,7 @@ _LOAD_LOCK = threading.Lock()
 # torch already uses every core for one batch; running two batches at once only thrashes.
 _RUN_LOCK = threading.Lock()
 _MODELS: dict[str, SentenceTransformer] = {}
+_ONNX: dict[str, OnnxEncoder | None] = {}  # per model: its one-text encoder, None where there is none
 _BATCH = 32
 
 
@@ -73,8 +80,9 @@ class MiniLMEmbedder:
     name = MINILM_NAME
     dim = MINILM_DIM
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, onnx_queries: bool = True) -> None:
         self.threads = threads
+        self.onnx_queries = onnx_queries
 
     @property
     def loaded(self) -> bool:
@@ -82,6 +90,19 @@ class MiniLMEmbedder:
 
     def load(self) -> SentenceTransformer:
         return _load_minilm(self.threads)
+
+    def warm(self) -> None:
+        """The model, and for a server its one-text ONNX encoder (codemem/onnx_encoder.py):
+        exported once per process, ~2 s, which a one-shot CLI search would not win back.
+        Until it is ready, and where it cannot be had, queries run on torch."""
+        self.load()
+        if not self.onnx_queries:
+            return
+        with _LOAD_LOCK:
+            if MINILM_NAME not in _ONNX:
+                from codemem.onnx_encoder import OnnxEncoder
+
+                _ONNX[MINILM_NAME] = OnnxEncoder.export(_MODELS[MINILM_NAME], self.threads)
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         """Tokenise with truncation ourselves and run the model's forward pass directly.
@@ -97,6 +118,8 @@ class MiniLMEmbedder:
         model = self.load()
         # Characters beyond ~8 per token can never reach the model: cut them before tokenising.
         clipped = [t[: max_tokens * 8] for t in texts]
+        if len(clipped) == 1 and self.onnx_queries and (encoder := _ONNX.get(MINILM_NAME)) is not None:
+            return encoder.embed_one(clipped[0], max_tokens).reshape(1, self.dim).astype(np.float32)
         order = sorted(range(len(clipped)), key=lambda i: len(clipped[i]))
         out = np.zeros((len(clipped), self.dim), dtype=np.float32)
         with _RUN_LOCK if len(clipped) > 1 else contextlib.nullcontext():
@@ -126,10 +149,10 @@ def _fingerprint(token_ids: list[int]) -> str:
     return hashlib.blake2b(np.asarray(token_ids, dtype=np.int32).tobytes(), digest_size=16).hexdigest()
 
 
-def make_embedder(name: str, threads: int = 1) -> Embedder:
+def make_embedder(name: str, threads: int = 1, onnx_queries: bool = True) -> Embedder:
     """The embedder named by the `embedder` setting."""
     choices = {"minilm": MiniLMEmbedder}
     try:
-        return choices[name](threads=threads)
+        return choices[name](threads=threads, onnx_queries=onnx_queries)
     except KeyError:
         raise ValueError(f"unknown embedder {name!r}; choose one of {sorted(choices)}") from None

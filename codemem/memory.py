@@ -41,7 +41,7 @@ MAX_CANDIDATES = 10_000
 class Memory:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads)
+        self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
         self.compactor = Compactor(self.store, settings.compact_interval_s, settings.compact_min_writes)
         self.writer = GroupWriter(self.store, settings.write_batch_rows)
@@ -52,9 +52,9 @@ class Memory:
         self.shape = answer.Shape(settings.search_token_budget, settings.max_item_chars)
 
     def warm_up(self) -> None:
-        """Load the model now rather than on the first request."""
+        """Load the model (and its query encoder) now rather than on the first request."""
         try:
-            self.embedder.load()
+            self.embedder.warm()
         except Exception:  # noqa: BLE001 - a request that needs the model reports it again
             log.exception("embedding model failed to load")
 

@@ -321,10 +321,11 @@ class QueryEmbedTimer:
         # The server's settings: its defaults plus the CODEMEM_* values it was given.
         self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})
         try:
-            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads)  # type: ignore[call-arg]
-        except (TypeError, AttributeError):  # an embedder without a thread setting
+            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads,  # type: ignore[call-arg]
+                                           onnx_queries=self.settings.onnx_queries)
+        except (TypeError, AttributeError):  # an older embedder, without these settings
             self.embedder = MiniLMEmbedder()
-        self.embedder.load()
+        getattr(self.embedder, "warm", self.embedder.load)()  # as the server does
         self.embedder.embed(["warm up"], self.settings.query_max_tokens)
 
     def time(self, queries: list[str], n: int, max_tokens: int | None = None) -> dict[str, object]:

@@ -18,7 +18,7 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-con
 def embedder() -> MiniLMEmbedder:
     """The real packaged model, loaded once per test session."""
     e = MiniLMEmbedder()
-    e.load()
+    e.warm()
     return e
 
 
