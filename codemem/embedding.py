@@ -45,6 +45,7 @@ class Embedder(Protocol):
 
 
 _LOAD_LOCK = threading.Lock()
+_EXPORT_LOCK = threading.Lock()  # not _LOAD_LOCK: embedding goes on (on torch) during an export
 # torch already uses every core for one batch; running two batches at once only thrashes.
 _RUN_LOCK = threading.Lock()
 _MODELS: dict[str, SentenceTransformer] = {}
@@ -86,7 +87,8 @@ class MiniLMEmbedder:
 
     @property
     def loaded(self) -> bool:
-        return MINILM_NAME in _MODELS
+        """Ready for requests: the model, and the query encoder where one is wanted."""
+        return MINILM_NAME in _MODELS and (not self.onnx_queries or MINILM_NAME in _ONNX)
 
     def load(self) -> SentenceTransformer:
         return _load_minilm(self.threads)
@@ -98,7 +100,7 @@ class MiniLMEmbedder:
         self.load()
         if not self.onnx_queries:
             return
-        with _LOAD_LOCK:
+        with _EXPORT_LOCK:
             if MINILM_NAME not in _ONNX:
                 from codemem.onnx_encoder import OnnxEncoder
 
