@@ -65,14 +65,14 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
     returns, and a second one is made only for loose evidence beyond those."""
     groups = groups[: shape.groups_to_read(top_k)]
     inlinable = [shape.first_evidence_items if i == 0 else shape.evidence_items for i in range(len(groups))]
-    wanted = [g.card.id for g in groups] + [e.id for g, n in zip(groups, inlinable) for e in g.evidence[:n]]
+    wanted = [g.card.id for g in groups] + [e.id for g, n in zip(groups, inlinable, strict=True) for e in g.evidence[:n]]
     listed = set(wanted)
     wanted += [e.id for g in groups for e in g.evidence if e.id not in listed][:top_k]
     rows = _own(read(wanted), user_id)
     hits: list[Hit] = []
     loose: list[str] = []  # evidence ids not inlined, in answer order
     said = _Said()
-    for g, n in zip(groups, inlinable):
+    for g, n in zip(groups, inlinable, strict=True):
         card = rows.get(g.card.id)
         allot = shape.evidence_chars if hits else shape.first_evidence_chars
         inline: list[tuple[Row, str]] = []

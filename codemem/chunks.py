@@ -22,6 +22,7 @@ from datetime import datetime
 
 import msgspec
 
+from codemem.content import require_text
 from codemem.errors import InvalidInput, NotFound
 from codemem.memory import Memory
 from codemem.models import AddRequest, Hit, Message, SearchRequest
@@ -51,7 +52,7 @@ class Chunks:
 
     def initialize(self, user_id: str) -> int:
         """Register `user_id` with an empty memory; returns how many items were removed."""
-        _require_user(user_id)
+        require_text(user_id, "user_id")
         removed = self.memory.delete_user(user_id)
         row = msgspec.structs.replace(
             base_row(user_id, REGISTRATION, int(time.time() * 1000)),
@@ -61,7 +62,7 @@ class Chunks:
         return removed
 
     def registered(self, user_id: str) -> bool:
-        _require_user(user_id)
+        require_text(user_id, "user_id")
         return self.memory.store.exists(f"user_key = '{key_of(user_id)}' AND kind = '{REGISTRATION}'")
 
     def _require_registered(self, user_id: str) -> None:
@@ -134,13 +135,6 @@ def _fit(found: list[Recalled], max_chars: int) -> list[Recalled]:
         out.append(r)
         used += len(r.text)
     return out
-
-
-def _require_user(user_id: str) -> None:
-    if not user_id.strip():
-        raise InvalidInput("user_id must be a non-empty string")
-    if "\x00" in user_id:
-        raise InvalidInput("user_id must not contain NUL characters")
 
 
 def _registration_id(user_id: str) -> str:

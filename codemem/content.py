@@ -23,7 +23,7 @@ _MAGIC = {
 }
 
 
-def _require_text(value: str, field: str, allow_nul: bool = False) -> None:
+def require_text(value: str, field: str, allow_nul: bool = False) -> None:
     """Non-empty. Ids may not hold NUL (it separates the parts of a key); content may:
     tool output is sometimes binary, and refusing it would lose the whole chunk."""
     if not value or not value.strip():
@@ -54,14 +54,14 @@ def validate_image(part: ImagePart, field: str, max_bytes: int) -> None:
 
 def validate_content(content: str | list[ContentPart], field: str, max_image_bytes: int) -> None:
     if isinstance(content, str):
-        _require_text(content, field, allow_nul=True)
+        require_text(content, field, allow_nul=True)
         return
     if not content:
         raise InvalidInput(f"{field} must be a non-empty string or a non-empty array of parts")
     for i, part in enumerate(content):
         where = f"{field}[{i}]"
         if isinstance(part, TextPart):
-            _require_text(part.text, f"{where}.text", allow_nul=True)
+            require_text(part.text, f"{where}.text", allow_nul=True)
         else:
             validate_image(part, f"{where}.image_url.url", max_image_bytes)
 
@@ -71,9 +71,9 @@ MAX_TIMESTAMP_MS = 2**63 - 1
 
 
 def validate_add(req: AddRequest, max_image_bytes: int) -> None:
-    _require_text(req.request_id, "request_id")
-    _require_text(req.user_id, "user_id")
-    _require_text(req.session_id, "session_id")
+    require_text(req.request_id, "request_id")
+    require_text(req.user_id, "user_id")
+    require_text(req.session_id, "session_id")
     if not req.messages:
         raise InvalidInput("messages must be a non-empty array")
     for i, msg in enumerate(req.messages):
@@ -89,7 +89,7 @@ def validate_message(msg: Message, field: str, max_image_bytes: int) -> None:
 
 
 def validate_search(req: SearchRequest, max_image_bytes: int) -> None:
-    _require_text(req.user_id, "user_id")
+    require_text(req.user_id, "user_id")
     if req.top_k < 1:
         raise InvalidInput("top_k must be an integer >= 1")
     validate_content(req.query, "query", max_image_bytes)

@@ -104,7 +104,8 @@ class MiniLMEmbedder:
             if MINILM_NAME not in _ONNX:
                 from codemem.onnx_encoder import OnnxEncoder
 
-                _ONNX[MINILM_NAME] = OnnxEncoder.export(_MODELS[MINILM_NAME], self.threads)
+                _ONNX[MINILM_NAME] = OnnxEncoder.export(
+                    _MODELS[MINILM_NAME], self.threads, reference=lambda text, n: self._torch_embed([text], n)[0])
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         """Tokenise with truncation ourselves and run the model's forward pass directly.
@@ -113,15 +114,17 @@ class MiniLMEmbedder:
         a one-text query never waits behind an Add's batch; batches of several texts take a
         lock, since torch already spreads one batch over every core.
         """
+        if len(texts) == 1 and self.onnx_queries and (encoder := _ONNX.get(MINILM_NAME)) is not None:
+            return encoder.embed_one(_clip(texts[0], max_tokens), max_tokens).reshape(1, self.dim).astype(np.float32)
+        return self._torch_embed(texts, max_tokens)
+
+    def _torch_embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         import torch
 
         model = self.load()
-        # Characters beyond ~8 per token can never reach the model: cut them before tokenising.
-        clipped = [t[: max_tokens * 8] for t in texts]
-        if len(clipped) == 1 and self.onnx_queries and (encoder := _ONNX.get(MINILM_NAME)) is not None:
-            return encoder.embed_one(clipped[0], max_tokens).reshape(1, self.dim).astype(np.float32)
+        clipped = [_clip(t, max_tokens) for t in texts]
         order = sorted(range(len(clipped)), key=lambda i: len(clipped[i]))
         out = np.zeros((len(clipped), self.dim), dtype=np.float32)
         with _RUN_LOCK if len(clipped) > 1 else contextlib.nullcontext():
@@ -143,8 +146,13 @@ class MiniLMEmbedder:
         if not texts:
             return []
         tokenizer = self.load().tokenizer
-        ids = tokenizer([t[: max_tokens * 8] for t in texts], truncation=True, max_length=max_tokens)["input_ids"]
+        ids = tokenizer([_clip(t, max_tokens) for t in texts], truncation=True, max_length=max_tokens)["input_ids"]
         return [_fingerprint(i) for i in ids]
+
+
+def _clip(text: str, max_tokens: int) -> str:
+    """Characters beyond ~8 per token can never reach the model: cut before tokenising."""
+    return text[: max_tokens * 8]
 
 
 def _fingerprint(token_ids: list[int]) -> str:

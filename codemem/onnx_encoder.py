@@ -14,6 +14,7 @@ import copy
 import io
 import logging
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,12 +37,13 @@ class OnnxEncoder:
         self._tokenizer = tokenizer
 
     @classmethod
-    def export(cls, model: SentenceTransformer, threads: int) -> OnnxEncoder | None:
-        """An encoder equivalent to `model`, or None (logged) where that cannot be had."""
+    def export(cls, model: SentenceTransformer, threads: int,
+               reference: Callable[[str, int], np.ndarray]) -> OnnxEncoder | None:
+        """An encoder equivalent to `model`, whose torch vectors `reference(text, max_tokens)`
+        gives, or None (logged) where that cannot be had."""
         try:
             encoder = cls(_session(_export(model), threads), model.tokenizer)
-            reference = _torch_vector(model, _PROBE, 256)
-            drift = float(np.abs(encoder.embed_one(_PROBE, 256) - reference).max())
+            drift = float(np.abs(encoder.embed_one(_PROBE, 256) - reference(_PROBE, 256)).max())
         except Exception:  # noqa: BLE001 - torch serves every query then
             log.warning("ONNX query encoder unavailable; queries are embedded by torch", exc_info=True)
             return None
@@ -99,10 +101,3 @@ def _session(graph: bytes, threads: int) -> object:
     options.log_severity_level = 3
     return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
-
-def _torch_vector(model: SentenceTransformer, text: str, max_tokens: int) -> np.ndarray:
-    import torch
-
-    features = model.tokenizer([text], truncation=True, max_length=max_tokens, return_tensors="pt")
-    with torch.inference_mode():
-        return model(dict(features))["sentence_embedding"][0].numpy()

