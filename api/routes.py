@@ -23,10 +23,17 @@ def _admission(state: State, kind: str) -> Admission:
     return state.admission[kind]
 
 
-@get("/health", sync_to_thread=False)
+@get("/health", sync_to_thread=True)  # reads the store's figures
 def health(state: State) -> HealthResponse:
-    """Always open; 200 while the process serves requests."""
-    return HealthResponse(status="ok", model_loaded=_memory(state).embedder.loaded)
+    """Always open; 200 while the process serves requests, with what it runs on: the query
+    embedding path in use and how much of the store lies outside its compacted, indexed part."""
+    memory = _memory(state)
+    store = memory.store_health()
+    return HealthResponse(
+        status="ok", model_loaded=memory.embedder.loaded, query_embedding=memory.embedder.query_path,
+        fragments=store.get("fragments"), small_fragments=store.get("small_fragments"),
+        unindexed_rows=store.get("unindexed_rows"), compactions=memory.compactor.runs,
+    )
 
 
 class MemoryController(Controller):

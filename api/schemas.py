@@ -27,6 +27,12 @@ class DeleteResponse(msgspec.Struct):
 class HealthResponse(msgspec.Struct):
     status: str
     model_loaded: bool
+    query_embedding: str  # "onnx", "torch" (not wanted, or its export failed) or "loading"
+    # The store as this process sees it; None when it could not be read just now.
+    fragments: int | None
+    small_fragments: int | None
+    unindexed_rows: int | None
+    compactions: int
 
 
 class ErrorReason(msgspec.Struct):

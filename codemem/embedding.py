@@ -29,6 +29,11 @@ class Embedder(Protocol):
     @property
     def loaded(self) -> bool: ...
 
+    @property
+    def query_path(self) -> str:
+        """What embeds a query now: "onnx", "torch", or "loading" before the model is in."""
+        ...
+
     def load(self) -> object: ...
 
     def warm(self) -> None:
@@ -89,6 +94,14 @@ class MiniLMEmbedder:
     def loaded(self) -> bool:
         """Ready for requests: the model, and the query encoder where one is wanted."""
         return MINILM_NAME in _MODELS and (not self.onnx_queries or MINILM_NAME in _ONNX)
+
+    @property
+    def query_path(self) -> str:
+        """"onnx" once the exported encoder is in use; "torch" where it is not wanted, while it
+        is being exported, or after a failed export; "loading" before the model is in."""
+        if MINILM_NAME not in _MODELS:
+            return "loading"
+        return "onnx" if self.onnx_queries and _ONNX.get(MINILM_NAME) is not None else "torch"
 
     def load(self) -> SentenceTransformer:
         return _load_minilm(self.threads)

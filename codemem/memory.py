@@ -25,9 +25,10 @@ from codemem.ranking.query import parse_query
 from codemem.ranking.rrf import rrf
 from codemem.refresher import SessionRefresher
 from codemem.store.lance import Store
-from codemem.store.maintenance import Compactor
+from codemem.store.maintenance import Bounds, Compactor
 from codemem.store.schema import RESULT_COLUMNS, Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
+from parsers import exact_terms
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,10 @@ class Memory:
         self.settings = settings
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
-        self.compactor = Compactor(self.store, settings.compact_interval_s, settings.compact_min_writes)
+        self.compactor = Compactor(
+            self.store, settings.compact_interval_s, settings.compact_min_writes,
+            Bounds(settings.compact_max_small_fragments, settings.compact_max_unindexed_rows),
+        )
         self.writer = GroupWriter(self.store, settings.write_batch_rows)
         self.compactor.start()
         self.refresher = SessionRefresher(self.refresh_session)
@@ -165,7 +169,7 @@ class Memory:
                 position=i,
                 role=msg.role,
                 text=text,
-                refs="",
+                refs=" ".join(exact_terms(text)),  # error codes, test ids, snake_case names: whole
                 content=_content_json(msg),
                 metadata=_ENCODER.encode({"request_id": req.request_id}).decode(),
                 created_at=now,
@@ -239,6 +243,15 @@ class Memory:
         cutoff = int((datetime.now(UTC) - older_than).timestamp() * 1000)
         self._histories.clear()
         return self.store.delete(f"created_at < {cutoff}")
+
+    def store_health(self) -> dict[str, int]:
+        """The store's figures for a health check; empty when they cannot be read just now
+        (object storage unreachable), which a health check reports rather than fails on."""
+        try:
+            return self.store.stats()
+        except Exception:  # noqa: BLE001 - the health answer says what it could not read
+            log.warning("store figures unavailable for /health", exc_info=True)
+            return {}
 
     def stats(self) -> dict[str, int]:
         return self.store.stats() | {"pending_writes": self.writer.pending, "compactions": self.compactor.runs,

@@ -68,7 +68,7 @@ class AddResult(msgspec.Struct):
 class SearchRequest(msgspec.Struct):
     user_id: str
     query: str | list[ContentPart]
-    top_k: int = 10
+    top_k: int  # required by the contract: a body without it is refused (422), not defaulted
     options: list[str] | None = None
 
     @property

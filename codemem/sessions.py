@@ -21,6 +21,7 @@ from codemem.experience.types import Experience
 from codemem.models import ContentPart, Message
 from codemem.store.lance import Store
 from codemem.store.schema import Row, key_of
+from parsers import exact_terms
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -187,7 +188,7 @@ def experience_rows(
     ]
     for i, step in enumerate(experience.steps):
         meta = {"step": step.kind, "files": step.files, "symbols": step.symbols, "errors": step.errors[:5]}
-        refs = [t.lower() for t in (*step.files, *step.symbols)]
+        refs = dict.fromkeys([*(t.lower() for t in (*step.files, *step.symbols)), *exact_terms(step.text)])
         rows.append(
             msgspec.structs.replace(
                 base, id="st_" + key_of(base.session_key, str(i), step.kind)[:24], kind="step",

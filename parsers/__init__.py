@@ -12,6 +12,7 @@ Qualified names join enclosing definitions with ``.`` in every language:
 from __future__ import annotations
 
 from parsers.diffs import parse_diff
+from parsers.exact import exact_terms
 from parsers.languages import language_for_path
 from parsers.refs import merge_refs
 from parsers.symbols import enclosing_symbols, extract_symbols
@@ -25,6 +26,7 @@ __all__ = [
     "Hunk",
     "Symbol",
     "enclosing_symbols",
+    "exact_terms",
     "extract_symbols",
     "extract_text_refs",
     "language_for_path",

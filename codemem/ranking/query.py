@@ -3,9 +3,9 @@
 Issue bodies run to thousands of words: templates ("Description", "Steps to reproduce"),
 environment lists, logs, tracebacks. Sent whole to BM25, every word is a posting list to
 merge (p95 140 ms at 20k items, against 16 ms for 48 words) and boilerplate votes as much
-as the words that name the problem. The query keeps its code references whole (for the
-references index) and its MAX_WORDS most telling words: those of its code references
-first, then the words the text repeats, then the earliest.
+as the words that name the problem. The query keeps its code references and exact identifiers whole
+(for the references index, `parsers.exact`) and its MAX_WORDS most telling words: those of
+its code references first, then the words the text repeats, then the earliest.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from parsers import extract_text_refs
+from parsers import exact_terms, extract_text_refs
 
 MAX_WORDS = 48
 MAX_REFS = 64
+MAX_EXACT = 64
 
 # Split as the index's "simple" tokenizer does (on anything not a letter or digit).
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -56,12 +57,20 @@ class Query:
 
 
 def parse_query(text: str) -> Query:
-    refs = extract_text_refs(text).terms()[:MAX_REFS]
+    code_refs = extract_text_refs(text).terms()
+    exact = exact_terms(text)
+    refs = list(dict.fromkeys([*code_refs[:MAX_REFS], *exact]))[:MAX_REFS + MAX_EXACT]
+    # Digits count where they are part of an exact identifier (module_377, E501): elsewhere
+    # (versions, line numbers, counts) they only add noise.
+    exact_words = {t for term in exact for t in _WORD.findall(term)}
     tokens = [t.lower() for t in _WORD.findall(text)]
-    counts = Counter(t for t in tokens if len(t) > 2 and t not in _IGNORED and not t.isdigit())
+    counts = Counter(
+        t for t in tokens
+        if t not in _IGNORED and ((len(t) > 2 and not t.isdigit()) or t in exact_words)
+    )
     first: dict[str, int] = {}
     for i, t in enumerate(tokens):
         first.setdefault(t, i)
-    from_refs = {t.lower() for ref in refs for t in _WORD.findall(ref)}
+    from_refs = {t.lower() for ref in code_refs[:MAX_REFS] for t in _WORD.findall(ref)}
     ranked = sorted(counts, key=lambda t: (t not in from_refs, -counts[t], first[t]))
     return Query(text=text, words=ranked[:MAX_WORDS], refs=refs)

@@ -13,6 +13,12 @@ writes; after a failure the next round holds the store's write lock, so it alway
 Commits are counted from the table's version, so writes by other processes count too; when
 several processes share a data directory, one compacts at a time (the compaction lock),
 the others skip the round.
+
+Counting commits is not enough on its own: a process that starts on a store another left
+un-compacted (a bulk import stopped right after its last write) sees no new commit, and
+every Search scans the loose fragments and the unindexed tail until the next write. So the
+first round runs at once and looks at the store itself, and any round compacts a store
+past `Bounds`, in the background: Searches keep answering meanwhile.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 
 from codemem.store.lance import Store
@@ -29,11 +37,23 @@ log = logging.getLogger(__name__)
 KEEP_VERSIONS_FOR = timedelta(minutes=2)
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """How much a store may hold outside its compacted, indexed part before it is compacted."""
+
+    small_fragments: int = 8
+    unindexed_rows: int = 500
+
+    def exceeded(self, stats: Mapping[str, int]) -> bool:
+        return stats["small_fragments"] > self.small_fragments or stats["unindexed_rows"] > self.unindexed_rows
+
+
 class Compactor:
-    def __init__(self, store: Store, interval_s: float, min_writes: int) -> None:
+    def __init__(self, store: Store, interval_s: float, min_writes: int, bounds: Bounds | None = None) -> None:
         self.store = store
         self.interval_s = interval_s
         self.min_writes = min_writes
+        self.bounds = bounds or Bounds()
         self.runs = 0
         self.last_error: str | None = None
         self.failures = 0
@@ -44,6 +64,13 @@ class Compactor:
     def start(self) -> None:
         if self.interval_s > 0:
             self._thread.start()
+
+    def due(self, pending: int, quiet: bool, first: bool) -> bool:
+        """Whether a round should compact: enough commits, writes gone quiet, or (at start-up,
+        or after any commit) a store past its bounds."""
+        if pending >= self.min_writes or (pending > 0 and quiet):
+            return True
+        return (first or pending > 0) and self.bounds.exceeded(self.store.stats())
 
     def pending(self) -> int:
         """Commits since the last compaction, by any process."""
@@ -74,13 +101,15 @@ class Compactor:
             self._thread.join()
 
     def _loop(self) -> None:
-        seen = 0
-        while not self._stop.wait(self.interval_s):
+        seen, first = 0, True
+        while not self._stop.wait(0 if first else self.interval_s):
+            pending = seen
             try:
                 pending = self.pending()
-                if pending >= self.min_writes or (pending > 0 and pending == seen):
+                if self.due(pending, quiet=pending == seen, first=first):
                     self.run_once()
                     pending = 0
+                first = False
             except Exception:  # noqa: BLE001 - e.g. object storage briefly unreachable: next round
                 log.exception("compaction check failed")
             seen = pending

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -166,6 +167,25 @@ def test_health_is_always_open(keyed_client: TestClient) -> None:
     r = keyed_client.get("/health")
     assert r.status_code == 200
     assert r.json()["status"] == "ok"
+
+
+def test_health_says_what_embeds_queries_and_how_loose_the_store_is(client: TestClient, memory: Memory) -> None:
+    client.post("/add", json=add_body("h1"))
+    client.post("/add", json=add_body("h2", texts=("world",)))
+    body = client.get("/health").json()
+    # The session-scoped embedder was warmed: its ONNX export is in use.
+    assert body["model_loaded"] is True and body["query_embedding"] == "onnx"
+    stats = memory.store.stats()
+    assert body["fragments"] == stats["fragments"] >= 2  # compaction is off in tests
+    assert body["unindexed_rows"] == stats["unindexed_rows"] > 0
+    assert body["compactions"] == 0
+
+
+def test_health_names_torch_when_the_onnx_export_is_unavailable(client: TestClient, monkeypatch) -> None:
+    from codemem import embedding
+
+    monkeypatch.setitem(embedding._ONNX, embedding.MINILM_NAME, None)  # as after a failed export
+    assert client.get("/health").json()["query_embedding"] == "torch"
 
 
 def _valid() -> dict:
@@ -363,3 +383,28 @@ def test_answers_are_bounded_for_a_reader_with_a_limited_window(client: TestClie
     assert big and all(len(h["content"]) < 30_000 for h in big)
     text = "\n".join(h["content"] for h in big)
     assert "HEAD of the pytest log" in text and "characters omitted" in text
+
+
+def test_search_without_top_k_is_422_naming_it(client: TestClient) -> None:
+    r = client.post("/search", json={"query": "q", "user_id": "u1"})
+    assert r.status_code == 422, r.text
+    assert "top_k" in r.json()["detail"]["reason"]
+
+
+def test_exact_identifiers_match_as_wholes(client: TestClient) -> None:
+    """400 messages that differ only in their numbers: the one holding `module_377` must
+    come back among the first 10, not tie with the other 399."""
+    texts = tuple(
+        f"step {n} ran pytest tests/test_mod{n}.py::test_case and saw AssertionError in module_{n}"
+        for n in range(400)
+    )
+    assert client.post("/add", json=add_body("exact-1", texts=texts)).status_code == 200
+    for query, wanted in (
+        ("AssertionError in module_377", "module_377"),
+        ("tests/test_mod42.py::test_case", "test_mod42.py"),
+        ("which step saw test_mod7?", "test_mod7.py"),
+    ):
+        r = client.post("/search", json={"query": query, "user_id": "u1", "top_k": 10})
+        assert r.status_code == 200
+        top = [h["content"] for h in r.json()["data"][:10]]
+        assert any(re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", c) for c in top), (query, top)

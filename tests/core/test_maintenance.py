@@ -1,12 +1,15 @@
 """Session history cache and compaction: the pieces that keep Adds fast as a table grows."""
 
+import time
 from datetime import timedelta
 from pathlib import Path
 
 from codemem.models import Message
 from codemem.sessions import MessageCache
+from codemem.store.lance import Store
 from codemem.store.locks import Locks, ProcessLock
-from codemem.store.maintenance import Compactor
+from codemem.store.maintenance import Bounds, Compactor
+from codemem.store.schema import Row
 
 
 class FakeStore:
@@ -113,3 +116,48 @@ def test_object_storage_locks_are_this_process_only(tmp_path: Path) -> None:
     with locks.write:
         assert locks.write.locked()
     assert not (Path.cwd() / "s3:").exists()
+
+
+def _loose_store(tmp_path: Path, commits: int, rows_each: int) -> Store:
+    """A real store left as a bulk import leaves it: one fragment per commit, none indexed."""
+    store = Store(str(tmp_path / "data"), "test-model", 4)
+    for c in range(commits):
+        store.append([
+            Row(id=f"m_{c}_{i}", user_key="u" * 32, user_id="u", session_key="s" * 32, session_id="s",
+                request_key=f"{c:032d}", kind="message", position=i, role="user", text=f"module_{c}_{i} failed",
+                refs="", content="", metadata="{}", created_at=0, timestamp=None)
+            for i in range(rows_each)
+        ])
+    return store
+
+
+def test_a_store_left_uncompacted_is_compacted_at_start_up_in_the_background(tmp_path: Path) -> None:
+    _loose_store(tmp_path, commits=20, rows_each=40)
+    store = Store(str(tmp_path / "data"), "test-model", 4)  # a restart: no commit after it
+    before = store.stats()
+    assert before["small_fragments"] >= 20 and before["unindexed_rows"] == 800
+    compactor = Compactor(store, interval_s=0.05, min_writes=50)
+    compactor.start()
+    try:
+        deadline = time.monotonic() + 60
+        while compactor.runs == 0 and time.monotonic() < deadline:
+            # Searches answer while it runs.
+            assert store.fts("module_3_1", "user_key = '" + "u" * 32 + "'", 5)
+            time.sleep(0.05)
+    finally:
+        compactor.stop()
+    after = store.stats()
+    assert compactor.runs >= 1
+    assert after["small_fragments"] <= 1 and after["unindexed_rows"] == 0
+
+
+def test_a_store_within_bounds_is_left_alone_until_commits_pile_up(tmp_path: Path) -> None:
+    store = _loose_store(tmp_path, commits=3, rows_each=10)
+    compactor = Compactor(store, interval_s=0, min_writes=50, bounds=Bounds(small_fragments=8, unindexed_rows=500))
+    assert not compactor.due(pending=0, quiet=True, first=True)  # 3 fragments, 30 rows: fine
+    assert not compactor.due(pending=2, quiet=False, first=False)
+    assert compactor.due(pending=2, quiet=True, first=False)  # writes went quiet
+    tight = Compactor(store, interval_s=0, min_writes=50, bounds=Bounds(small_fragments=2, unindexed_rows=500))
+    assert tight.due(pending=0, quiet=False, first=True)  # past a bound at start-up
+    assert tight.due(pending=1, quiet=False, first=False)  # past a bound after a commit
+    assert not tight.due(pending=0, quiet=True, first=False)  # nothing new since: no busy loop

@@ -43,3 +43,11 @@ def test_a_short_query_keeps_its_words() -> None:
     q = parse_query("slow autocomplete in admin")
     assert set(q.words) == {"slow", "autocomplete", "admin"}
     assert q.bm25 == " ".join(q.words)
+
+
+def test_exact_identifiers_are_kept_whole_with_their_digits() -> None:
+    q = parse_query("AssertionError in module_377 after #1234 (see E501)")
+    assert {"module_377", "#1234", "e501"} <= set(q.refs)
+    # The number inside an identifier is a word to match; a bare version number is not.
+    assert "377" in q.words
+    assert "3" not in parse_query("broken since Python 3.11").words

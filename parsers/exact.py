@@ -1,0 +1,77 @@
+"""Exact identifiers in free text: the strings an agent searches for letter by letter.
+
+Error codes (``E501``, ``ORA-00942``), test ids (``tests/test_x.py::test_case``),
+snake_case and dotted names (``module_377``, ``django.db.models``), issue numbers
+(``#1234``) and commit hashes are looked up whole. A word tokenizer splits them into
+pieces that every other message shares (``module``, ``377``), so a search for one of them
+ties hundreds of items; matched as whole terms they single out the one that holds them.
+
+Each term is lowercased; a compound term (path, test id, dotted name) also yields its
+pieces that are identifiers themselves, so ``test_mod377`` finds
+``tests/test_mod377.py::test_case``.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_TERMS = 256
+MAX_TERM_CHARS = 200
+
+# A token: a run of identifier characters and the joiners that hold a compound together.
+_TOKEN = re.compile(r"#?[\w$@][\w$@./:#-]*")
+_PIECES = re.compile(r"::|[./:#]")
+_PARTS = re.compile(r"::|[/:#]")  # a path's or test id's parts; dotted names stay whole
+_ISSUE = re.compile(r"#\d{1,9}")
+_HASH = re.compile(r"[0-9a-f]{7,40}")
+_LETTER = re.compile(r"[A-Za-z]")
+_DIGIT = re.compile(r"\d")
+_NUMERIC = re.compile(r"[\d.]+")
+
+
+def _is_identifier(piece: str) -> bool:
+    """snake_case, letters mixed with digits, or a hyphenated code with a digit."""
+    if len(piece) < 3 or not _LETTER.search(piece):
+        return False
+    if "_" in piece.strip("_"):
+        return True
+    has_digit = bool(_DIGIT.search(piece))
+    if "-" in piece:
+        return has_digit
+    return has_digit and not piece.isdigit()
+
+
+def _is_hash(token: str) -> bool:
+    return bool(_HASH.fullmatch(token)) and bool(_DIGIT.search(token)) and bool(re.search(r"[a-f]", token))
+
+
+def _is_compound(token: str) -> bool:
+    """A dotted name, path or test id: joined pieces, at least two of them names."""
+    if not any(j in token for j in ("::", ".", "/")) or _NUMERIC.fullmatch(token):
+        return False
+    names = [p for p in _PIECES.split(token) if p and _LETTER.match(p)]
+    return len(names) >= 2 and len(token) >= 4
+
+
+def exact_terms(text: str) -> list[str]:
+    """The text's exact identifiers, lowercase, deduplicated in first-seen order."""
+    out: dict[str, None] = {}
+    for match in _TOKEN.finditer(text):
+        token = match.group().rstrip(".:-/#")
+        if not token or len(token) > MAX_TERM_CHARS:
+            continue
+        if _ISSUE.fullmatch(token):
+            out.setdefault(token, None)
+        elif _is_compound(token):
+            out.setdefault(token.lower(), None)
+            for part in _PARTS.split(token):
+                if _is_identifier(part) or _is_compound(part):
+                    out.setdefault(part.lower(), None)
+                for piece in part.split(".") if "." in part else ():
+                    if _is_identifier(piece):
+                        out.setdefault(piece.lower(), None)
+        elif _is_hash(token.lower()) or _is_identifier(token):
+            out.setdefault(token.lower(), None)
+        if len(out) >= MAX_TERMS:
+            break
+    return list(out)[:MAX_TERMS]
