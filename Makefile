@@ -1,4 +1,4 @@
-# The two commands a newcomer needs: `make serve` and `make test` ; CI runs `make lint test`.
+# The two commands a newcomer needs: `make serve` and `make test`; CI runs `make lint test`.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
