@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from api.app import create_app
-from codemem.cli import build_parser
+from cli.main import build_parser
 from codemem.config import env_names
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()

@@ -1,4 +1,7 @@
-"""What each `codemem` subcommand does, given the settings and its parsed arguments."""
+"""What each `codemem` subcommand does, given the settings and its parsed arguments.
+
+Heavy modules (LanceDB, the model, the HTTP and MCP edges) are imported by the subcommand
+that needs them, so `codemem hook` answers quickly."""
 
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ if TYPE_CHECKING:
 def serve(settings: Settings, args: argparse.Namespace) -> int:
     """Serve the HTTP API; with several workers, each is a process with its own Memory over
     the same data, reading its settings back from the environment."""
-    # The CLI is the composition root: the one place that joins the core to its HTTP edge.
     import uvicorn
 
     from api.app import create_app
@@ -130,8 +132,7 @@ def mcp(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def hook(settings: Settings, args: argparse.Namespace) -> int:
-    # One agent so far: the parser accepts `hook claude-code` only.
+def hook_claude_code(settings: Settings, args: argparse.Namespace) -> int:
     from integrations.claude_code_hook import run_hook
 
     return run_hook(settings, wait=args.wait)
