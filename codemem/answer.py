@@ -19,8 +19,9 @@ import msgspec
 
 from codemem.models import ContentPart, Hit
 from codemem.ranking.assemble import Group
+from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.shape import CHARS_PER_TOKEN, trim, within_budget
-from codemem.store.lance import Candidate
+from codemem.ranking.types import Candidate
 
 _ENCODER = msgspec.json.Encoder()
 # The contract caps a Search response at 30 MiB; stay clear of it with room for the envelope.
@@ -34,17 +35,20 @@ CARD_CHARS = 4_000  # a card is at most this long (render_card in experience/ren
 
 @dataclass(frozen=True)
 class Shape:
-    """How much of each experience an answer carries."""
+    """How much of each experience an answer carries. The evidence allotments come from a
+    `SearchConfig` (`Shape.of`); the defaults are `DEFAULT_SEARCH`'s."""
 
     budget_tokens: int  # 0: top_k alone bounds the answer
     max_item_chars: int  # a loose item longer than this is trimmed (head and tail kept)
-    # Evidence inlined under the best experience's card: enough that a reader whose window
-    # holds only the first ~8k tokens gets that one experience whole (replay: the gold share
-    # of the first 8k tokens went 0.39 -> 0.55 from 24k, hit@k unchanged).
-    first_evidence_chars: int = 60_000
-    evidence_chars: int = 4_000  # ... and under each of the others
-    first_evidence_items: int = 20  # evidence items read for the best experience
-    evidence_items: int = 3  # ... and for each of the others
+    first_evidence_chars: int = DEFAULT_SEARCH.first_evidence_chars  # under the best card
+    evidence_chars: int = DEFAULT_SEARCH.evidence_chars  # ... and under each of the others
+    first_evidence_items: int = DEFAULT_SEARCH.first_evidence_items  # items read for the best
+    evidence_items: int = DEFAULT_SEARCH.evidence_items  # ... and for each of the others
+
+    @classmethod
+    def of(cls, config: SearchConfig, budget_tokens: int, max_item_chars: int) -> Shape:
+        return cls(budget_tokens, max_item_chars, config.first_evidence_chars, config.evidence_chars,
+                   config.first_evidence_items, config.evidence_items)
 
     def groups_to_read(self, top_k: int) -> int:
         """How many experiences can fit the budget (generously: cards are often shorter)."""
