@@ -67,10 +67,6 @@ class Settings:
     # than max_item_chars (its head and tail are kept).
     search_token_budget: int = 32_000
     max_item_chars: int = 6_000
-    # MemoryArena's wrap_user_prompt: at most this many memories, within this many tokens
-    # (characters / 4; 0 = only the count bounds it), each at most max_item_chars.
-    memoryarena_top_k: int = 20
-    memoryarena_token_budget: int = 8_000
     max_body_bytes: int = 30 * 1024 * 1024
     max_image_bytes: int = 10 * 1024 * 1024
     log_level: str = "info"

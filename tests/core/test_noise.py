@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from codemem.chunks import Chunks
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message, SearchRequest
 from codemem.ranking.assemble import group
+from codemem.text_memories import TextMemories
 
 
 def _card_id(key: str) -> str:
@@ -64,7 +64,7 @@ def test_unrelated_experiences_are_left_out_unless_the_floor_is_off(tmp_path: Pa
 
 def test_memoryarena_recall_keeps_every_chunk_the_budget_allows(memory: Memory) -> None:
     """A user's chunks are the earlier subtasks of one task: any may be a dependency."""
-    chunks = Chunks(memory)
+    chunks = TextMemories(memory)
     chunks.initialize("runner")
     for text in [" ".join(FIX), *UNRELATED]:
         chunks.add("runner", text)

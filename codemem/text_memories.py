@@ -44,7 +44,7 @@ class Recalled(msgspec.Struct):
     score: float
 
 
-class Chunks:
+class TextMemories:
     """Registration, Add and recall of text chunks over one `Memory` (stateless itself)."""
 
     def __init__(self, memory: Memory) -> None:
