@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -31,7 +31,7 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
     print(f"codemem serving on http://{settings.host}:{settings.port} (data: {settings.data_dir}, "
           f"workers: {settings.workers}, auth: {'API key' if settings.api_key else 'open'})", file=sys.stderr)
-    common = {"host": settings.host, "port": settings.port, "log_config": log_config(settings),
+    common: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_config": log_config(settings),
               "access_log": False, "timeout_graceful_shutdown": 30}
     if settings.workers <= 1:
         uvicorn.run(create_app(settings), **common)

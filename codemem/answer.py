@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 
@@ -27,7 +28,7 @@ _ENCODER = msgspec.json.Encoder()
 # The contract caps a Search response at 30 MiB; stay clear of it with room for the envelope.
 MAX_RESPONSE_BYTES = 29 * 1024 * 1024
 
-Row = dict[str, object]
+Row = dict[str, Any]  # a stored row as LanceDB returns it
 
 
 CARD_CHARS = 4_000  # a card is at most this long (render_card in experience/render.py)

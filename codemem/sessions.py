@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -85,7 +86,7 @@ def stored_messages(store: Store, user_key: str, session_key: str) -> list[Messa
     return [_message(r) for r in rows]
 
 
-def _message(r: dict[str, object]) -> Message:
+def _message(r: dict[str, Any]) -> Message:
     content: str | list[ContentPart] = str(r["text"])
     if r["content"]:
         content = msgspec.json.decode(str(r["content"]), type=list[ContentPart])

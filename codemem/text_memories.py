@@ -110,7 +110,7 @@ class TextMemories:
         cards = {h.session_id: h for h in hits if h.metadata.get("kind") == "card"}
         for sid, score in scores.items():
             if sid in chunks:
-                text, created = str(chunks[sid]["text"]), int(chunks[sid]["created_at"])  # type: ignore[call-overload]
+                text, created = str(chunks[sid]["text"]), int(chunks[sid]["created_at"])
             elif sid in cards and isinstance(cards[sid].content, str):
                 # A session stored by a plain Add (not a chunk): its card is its compact form.
                 text, created = str(cards[sid].content), _ms(cards[sid].created_at)

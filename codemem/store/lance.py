@@ -13,10 +13,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from datetime import timedelta
+from typing import Any, cast
 
 import lancedb
 import numpy as np
 from lancedb.index import FTS, Bitmap, BTree
+from lancedb.query import LanceVectorQueryBuilder
 
 from codemem.errors import StoreMismatch
 from codemem.ranking.types import Candidate
@@ -141,7 +143,7 @@ class Store:
     def exists(self, where: str) -> bool:
         return bool(self.table.search().where(where).select(["id"]).limit(1).to_list())
 
-    def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, object]]:
+    def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, Any]]:
         return self.table.search().where(where).select(list(columns)).limit(limit).to_list()
 
     def request_stored(self, user_key: str, request_key: str) -> bool:
@@ -155,7 +157,7 @@ class Store:
         return self.count(f"session_key = '{session_key}' AND kind = 'message'")
 
     def session_rows(self, session_key: str, kinds: Iterable[str], columns: Iterable[str] = RESULT_COLUMNS,
-                     user_key: str | None = None) -> list[dict[str, object]]:
+                     user_key: str | None = None) -> list[dict[str, Any]]:
         """One session's rows of these kinds (within one user's when `user_key` is given)."""
         scope = f"session_key = '{session_key}'"
         if user_key is not None:
@@ -165,7 +167,7 @@ class Store:
         kind = f"kind = {listed}" if len(names) == 1 else f"kind IN ({listed})"
         return self.rows(f"{scope} AND {kind}", columns=columns)
 
-    def sessions_messages(self, user_key: str, session_keys: Iterable[str], columns: Iterable[str]) -> list[dict[str, object]]:
+    def sessions_messages(self, user_key: str, session_keys: Iterable[str], columns: Iterable[str]) -> list[dict[str, Any]]:
         """The messages of several sessions of one user."""
         if not (quoted := _id_list(list(session_keys))):
             return []
@@ -191,9 +193,10 @@ class Store:
 
     def nearest(self, vector: np.ndarray, user_key: str, limit: int) -> list[Candidate]:
         """One user's items with a vector, nearest (cosine) first."""
+        query = cast(LanceVectorQueryBuilder,
+                     self.table.search(vector, query_type="vector", vector_column_name="vector"))
         hits = (
-            self.table.search(vector, query_type="vector", vector_column_name="vector")
-            .distance_type("cosine")
+            query.distance_type("cosine")
             .where(f"({user_scope(user_key)}) AND has_vector", prefilter=True)
             .select([*CANDIDATE_COLUMNS, "_distance"])
             .limit(limit)
@@ -208,7 +211,7 @@ class Store:
         self.table.optimize(cleanup_older_than=keep_versions_for)
 
     def stats(self) -> dict[str, int]:
-        s = self.table.stats()
+        s = cast(dict[str, Any], self.table.stats())  # a dict at run time, whatever the annotation says
         frag = s.get("fragment_stats", {})
         idx = self.table.index_stats("text_idx")
         return {
