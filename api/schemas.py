@@ -27,11 +27,3 @@ class DeleteResponse(msgspec.Struct):
 class HealthResponse(msgspec.Struct):
     status: str
     model_loaded: bool
-
-
-class ErrorReason(msgspec.Struct):
-    reason: str
-
-
-class ErrorResponse(msgspec.Struct):
-    detail: ErrorReason

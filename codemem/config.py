@@ -38,7 +38,7 @@ class Settings:
     # A session's card is always embedded (its task: later tasks are compared with it). Its
     # steps and raw messages are BM25- and reference-indexed, and embedded only when these
     # are on: on a 2-core CPU the model reads ~25 short texts/s, and embedding every step
-    # was 70% of an Add's time (300 trajectories: ~4,800 steps).
+    # takes 70% of an Add's time (300 trajectories: ~4,800 steps).
     embed_steps: bool = False
     embed_messages: bool = False
     # A query's first 64 tokens cost ~30 ms to embed on a 2-core CPU, 128 tokens ~50 ms.
