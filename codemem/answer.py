@@ -73,10 +73,10 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
     wanted = [g.card.id for g in groups] + [e.id for g, n in zip(groups, inlinable, strict=True) for e in g.evidence[:n]]
     listed = set(wanted)
     wanted += [e.id for g in groups for e in g.evidence if e.id not in listed][:top_k]
-    rows = _own(read(wanted), user_id)
+    rows = _rows_of_user(read(wanted), user_id)
     hits: list[Hit] = []
     loose: list[str] = []  # evidence ids not inlined, in answer order
-    said = _Said()
+    shown = _ShownEvidence()
     for g, n in zip(groups, inlinable, strict=True):
         card = rows.get(g.card.id)
         allot = shape.evidence_chars if hits else shape.first_evidence_chars
@@ -86,10 +86,10 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
             if card is None or row is None or row["content"] or allot <= 0 or j >= n:
                 loose.append(e.id)
                 continue
-            if said.covers(row):
+            if shown.covers(row):
                 continue
             text, _ = trim(str(row["text"]), min(allot, shape.max_item_chars))
-            said.add(text)
+            shown.add(text)
             allot -= len(text)
             inline.append((row, text))
         if card is not None:
@@ -99,15 +99,15 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
     room = top_k - len(hits)
     if room > 0 and len(hits) == len(built) and loose:  # the budget has room for more
         if unread := [item_id for item_id in loose[:room] if item_id not in rows]:
-            rows.update(_own(read(unread), user_id))
+            rows.update(_rows_of_user(read(unread), user_id))
         floor = hits[-1].score if hits else 1.0
         for i, item_id in enumerate(loose[:room]):
             row = rows.get(item_id)
-            if row is None or said.covers(row):
+            if row is None or shown.covers(row):
                 continue
             hits.append(_item_hit(row, floor * 0.99 ** (i + 1), shape.max_item_chars))
             if isinstance(hits[-1].content, str):
-                said.add(hits[-1].content)
+                shown.add(hits[-1].content)
         hits = within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     return hits
 
@@ -119,9 +119,9 @@ def whole(card: Row, evidence: Sequence[Row], shape: Shape) -> list[Hit]:
     return within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
 
 
-class _Said:
-    """The evidence an answer carries so far, whitespace aside: evidence already said (a
-    file read twice, a rerun's output, a message its step record quotes) is not said again.
+class _ShownEvidence:
+    """The evidence an answer carries so far, whitespace aside: evidence already shown (a
+    file read twice, a rerun's output, a message its step record quotes) is not shown again.
     Cards are not counted: a message is returned verbatim even where a card restates it.
     What is recorded is what the answer shows: an item trimmed to its head and tail does not
     cover its middle."""
@@ -139,7 +139,7 @@ class _Said:
         return " ".join(str(row["text"]).split()) in self._said
 
 
-def _own(rows: list[Candidate], user_id: str) -> dict[str, Row]:
+def _rows_of_user(rows: list[Candidate], user_id: str) -> dict[str, Row]:
     # The store filtered by user key already; this re-check costs nothing and makes
     # isolation independent of the hash.
     return {c.id: c.fields for c in rows if c.fields["user_id"] == user_id}

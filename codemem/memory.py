@@ -20,7 +20,7 @@ from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
-from codemem.ranking.assemble import group, session_scores
+from codemem.ranking.assemble import group_by_session, session_scores
 from codemem.ranking.query import parse_query
 from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.rrf import rrf
@@ -206,7 +206,7 @@ class Memory:
                  (config.refs_weight, by_refs.result())]
         items = rrf([found for _, found in lists], config.item_rrf_k)  # orders each session's evidence
         scores = session_scores(lists, config.session_rrf_k)
-        groups = group(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
+        groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
         return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config))
 
     def experience(self, user_id: str, ref: str) -> list[Hit]:

@@ -40,7 +40,7 @@ def session_scores(lists: Sequence[tuple[float, Sequence[Candidate]]], k: int) -
     return scores
 
 
-def group(
+def group_by_session(
     items: Sequence[Candidate],
     scores: dict[str, float],
     card_of: Callable[[str], str],
