@@ -1,10 +1,10 @@
-# The two commands a newcomer needs: `make serve` and `make test`.
+# The two commands a newcomer needs: `make serve` and `make test`; CI runs `make lint test`.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup serve test bench clean
+.PHONY: setup serve lint test clean
 
 setup: $(STAMP)
 
@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml
 
 serve: setup
 	$(BIN)/codemem serve
+
+# ruff and mypy come from the `test` extra; their settings are in pyproject.toml.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -16,7 +16,7 @@ from api import metrics
 from api.admission import Admission
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
 from api.logs import access_log
-from api.memoryarena import MemoryArenaController
+from api.memoryarena import MemoryArenaController, MemoryArenaSettings
 from api.routes import MemoryController, health
 from codemem.config import Settings
 from codemem.errors import CodememError
@@ -25,9 +25,12 @@ from codemem.memory import Memory
 log = logging.getLogger("codemem.api")
 
 
-def create_app(settings: Settings | None = None, memory: Memory | None = None) -> Litestar:
-    """The app over `memory` (or a Memory built from `settings` at start-up, closed at shutdown)."""
+def create_app(settings: Settings | None = None, memory: Memory | None = None,
+               memoryarena: MemoryArenaSettings | None = None) -> Litestar:
+    """The app over `memory` (or a Memory built from `settings` at start-up, closed at shutdown).
+    Settings not given are read from the environment."""
     settings = settings or Settings.from_env()
+    memoryarena = memoryarena or MemoryArenaSettings.from_env()
     owned = memory is None
 
     @asynccontextmanager
@@ -35,6 +38,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None) -
         mem = memory or Memory(settings)
         app.state.memory = mem
         app.state.api_key = settings.api_key
+        app.state.memoryarena = memoryarena
         app.state.admission = {
             "add": Admission("add", settings.max_inflight_adds),
             "search": Admission("search", settings.max_inflight_searches),

@@ -15,7 +15,6 @@ from litestar.status_codes import (
     HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     HTTP_422_UNPROCESSABLE_ENTITY,
     HTTP_500_INTERNAL_SERVER_ERROR,
-    HTTP_503_SERVICE_UNAVAILABLE,
 )
 
 from api.bodies import MalformedJSON
@@ -24,7 +23,6 @@ from codemem.errors import (
     Conflict,
     InvalidInput,
     NotFound,
-    Overloaded,
     PayloadTooLarge,
 )
 
@@ -48,14 +46,11 @@ def core_error_status(exc: CodememError) -> int:
         return HTTP_409_CONFLICT
     if isinstance(exc, NotFound):
         return 404
-    if isinstance(exc, Overloaded):
-        return HTTP_503_SERVICE_UNAVAILABLE
     return HTTP_500_INTERNAL_SERVER_ERROR
 
 
 def handle_core_error(_: Request, exc: CodememError) -> Response:
-    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Overloaded) else None
-    return error_response(core_error_status(exc), exc.reason, headers)
+    return error_response(core_error_status(exc), exc.reason)
 
 
 def handle_validation(_: Request, exc: ValidationException) -> Response:

@@ -15,9 +15,16 @@ added, so a model reads earlier subtasks before later ones.
 
 Any `memory_system_name` is accepted and echoed: codemem is the memory system. Same API
 key, admission bounds and error bodies as /add and /search.
+
+Its two settings are MemoryArena's, not the core's: `MemoryArenaSettings` reads them from
+`CODEMEM_MEMORYARENA_*` variables (the README's configuration table lists them).
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 import msgspec
 from anyio import to_thread
@@ -26,9 +33,40 @@ from litestar.datastructures import State
 
 from api.auth import require_api_key
 from api.bodies import decode_body
-from codemem.chunks import Chunks, Recalled
+from codemem.config import ENV_PREFIX
+from codemem.text_memories import Recalled, TextMemories
 
 OK = "ok"
+_ENV_PREFIX = ENV_PREFIX + "MEMORYARENA_"
+
+
+@dataclass(frozen=True)
+class MemoryArenaSettings:
+    """What wrap_user_prompt returns: at most `top_k` memories, within `token_budget` tokens
+    (characters / 4; the best one always; 0 = only the count bounds it), each at most the
+    service's `max_item_chars`."""
+
+    top_k: int = 20
+    token_budget: int = 8_000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> MemoryArenaSettings:
+        env = os.environ if environ is None else environ
+        values: dict[str, int] = {}
+        for f in fields(cls):
+            name = _ENV_PREFIX + f.name.upper()
+            raw = env.get(name)
+            if not raw:
+                continue
+            try:
+                values[f.name] = int(raw)
+            except ValueError:
+                raise ValueError(f"{name}={raw!r} is not a valid int") from None
+        return cls(**values)
+
+
+def env_names() -> list[str]:
+    return [_ENV_PREFIX + f.name.upper() for f in fields(MemoryArenaSettings)]
 
 
 class InitializeBody(msgspec.Struct):
@@ -79,8 +117,8 @@ def wrap_prompt(question: str, memories: list[Recalled]) -> str:
     return "\n".join(["<memory_context>", *lines, "</memory_context>", f"User: {question}"])
 
 
-def _chunks(state: State) -> Chunks:
-    return Chunks(state.memory)
+def _memories(state: State) -> TextMemories:
+    return TextMemories(state.memory)
 
 
 class MemoryArenaController(Controller):
@@ -92,7 +130,7 @@ class MemoryArenaController(Controller):
         """Start `user_id` over with an empty memory (durable; a second call empties it again)."""
         body = await decode_body(request, InitializeBody)
         async with state.admission["add"].slot():
-            await to_thread.run_sync(_chunks(state).initialize, body.user_id)
+            await to_thread.run_sync(_memories(state).initialize, body.user_id)
         return InitializeResponse(OK, body.user_id, body.memory_system_name)
 
     @post("/add", status_code=200)
@@ -100,17 +138,16 @@ class MemoryArenaController(Controller):
         """Store one chunk; answered once it is durable and recallable. 404: not initialized."""
         body = await decode_body(request, AddChunkBody)
         async with state.admission["add"].slot():
-            await to_thread.run_sync(_chunks(state).add, body.user_id, body.chunk)
+            await to_thread.run_sync(_memories(state).add, body.user_id, body.chunk)
         return AddChunkResponse(OK, body.user_id)
 
     @post("/wrap_user_prompt", status_code=200)
     async def wrap_user_prompt(self, request: Request, state: State) -> WrapResponse:
         """The question with the user's most relevant memories before it. 404: not initialized."""
         body = await decode_body(request, WrapBody)
-        settings = state.memory.settings
+        settings: MemoryArenaSettings = state.memoryarena
         async with state.admission["search"].slot():
             found = await to_thread.run_sync(
-                _chunks(state).recall, body.user_id, body.question,
-                settings.memoryarena_top_k, settings.memoryarena_token_budget,
+                _memories(state).recall, body.user_id, body.question, settings.top_k, settings.token_budget,
             )
         return WrapResponse(OK, body.user_id, wrap_prompt(body.question, found))

@@ -29,7 +29,7 @@ from api.auth import require_api_key
 from codemem.memory import Memory
 
 # Search and Add latency spans 10 ms to minutes (a whole session in one Add).
-BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
+BUCKETS: list[str | float] = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
 
 _GAUGES = {
     "rows": "Items stored: messages, experience cards, steps and user registrations",

@@ -34,10 +34,3 @@ class HealthResponse(msgspec.Struct):
     unindexed_rows: int | None
     compactions: int
 
-
-class ErrorReason(msgspec.Struct):
-    reason: str
-
-
-class ErrorResponse(msgspec.Struct):
-    detail: ErrorReason

@@ -14,19 +14,21 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 
 from codemem.models import ContentPart, Hit
 from codemem.ranking.assemble import Group
+from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.shape import CHARS_PER_TOKEN, trim, within_budget
-from codemem.store.lance import Candidate
+from codemem.ranking.types import Candidate
 
 _ENCODER = msgspec.json.Encoder()
 # The contract caps a Search response at 30 MiB; stay clear of it with room for the envelope.
 MAX_RESPONSE_BYTES = 29 * 1024 * 1024
 
-Row = dict[str, object]
+Row = dict[str, Any]  # a stored row as LanceDB returns it
 
 
 CARD_CHARS = 4_000  # a card is at most this long (render_card in experience/render.py)
@@ -34,17 +36,20 @@ CARD_CHARS = 4_000  # a card is at most this long (render_card in experience/ren
 
 @dataclass(frozen=True)
 class Shape:
-    """How much of each experience an answer carries."""
+    """How much of each experience an answer carries. The evidence allotments come from a
+    `SearchConfig` (`Shape.of`); the defaults are `DEFAULT_SEARCH`'s."""
 
     budget_tokens: int  # 0: top_k alone bounds the answer
     max_item_chars: int  # a loose item longer than this is trimmed (head and tail kept)
-    # Evidence inlined under the best experience's card: enough that a reader whose window
-    # holds only the first ~8k tokens gets that one experience whole (replay: the gold share
-    # of the first 8k tokens went 0.39 -> 0.55 from 24k, hit@k unchanged).
-    first_evidence_chars: int = 60_000
-    evidence_chars: int = 4_000  # ... and under each of the others
-    first_evidence_items: int = 20  # evidence items read for the best experience
-    evidence_items: int = 3  # ... and for each of the others
+    first_evidence_chars: int = DEFAULT_SEARCH.first_evidence_chars  # under the best card
+    evidence_chars: int = DEFAULT_SEARCH.evidence_chars  # ... and under each of the others
+    first_evidence_items: int = DEFAULT_SEARCH.first_evidence_items  # items read for the best
+    evidence_items: int = DEFAULT_SEARCH.evidence_items  # ... and for each of the others
+
+    @classmethod
+    def of(cls, config: SearchConfig, budget_tokens: int, max_item_chars: int) -> Shape:
+        return cls(budget_tokens, max_item_chars, config.first_evidence_chars, config.evidence_chars,
+                   config.first_evidence_items, config.evidence_items)
 
     def groups_to_read(self, top_k: int) -> int:
         """How many experiences can fit the budget (generously: cards are often shorter)."""
@@ -68,10 +73,10 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
     wanted = [g.card.id for g in groups] + [e.id for g, n in zip(groups, inlinable, strict=True) for e in g.evidence[:n]]
     listed = set(wanted)
     wanted += [e.id for g in groups for e in g.evidence if e.id not in listed][:top_k]
-    rows = _own(read(wanted), user_id)
+    rows = _rows_of_user(read(wanted), user_id)
     hits: list[Hit] = []
     loose: list[str] = []  # evidence ids not inlined, in answer order
-    said = _Said()
+    shown = _ShownEvidence()
     for g, n in zip(groups, inlinable, strict=True):
         card = rows.get(g.card.id)
         allot = shape.evidence_chars if hits else shape.first_evidence_chars
@@ -81,10 +86,10 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
             if card is None or row is None or row["content"] or allot <= 0 or j >= n:
                 loose.append(e.id)
                 continue
-            if said.covers(row):
+            if shown.covers(row):
                 continue
             text, _ = trim(str(row["text"]), min(allot, shape.max_item_chars))
-            said.add(text)
+            shown.add(text)
             allot -= len(text)
             inline.append((row, text))
         if card is not None:
@@ -94,15 +99,15 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
     room = top_k - len(hits)
     if room > 0 and len(hits) == len(built) and loose:  # the budget has room for more
         if unread := [item_id for item_id in loose[:room] if item_id not in rows]:
-            rows.update(_own(read(unread), user_id))
+            rows.update(_rows_of_user(read(unread), user_id))
         floor = hits[-1].score if hits else 1.0
         for i, item_id in enumerate(loose[:room]):
             row = rows.get(item_id)
-            if row is None or said.covers(row):
+            if row is None or shown.covers(row):
                 continue
             hits.append(_item_hit(row, floor * 0.99 ** (i + 1), shape.max_item_chars))
             if isinstance(hits[-1].content, str):
-                said.add(hits[-1].content)
+                shown.add(hits[-1].content)
         hits = within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     return hits
 
@@ -114,9 +119,9 @@ def whole(card: Row, evidence: Sequence[Row], shape: Shape) -> list[Hit]:
     return within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
 
 
-class _Said:
-    """The evidence an answer carries so far, whitespace aside: evidence already said (a
-    file read twice, a rerun's output, a message its step record quotes) is not said again.
+class _ShownEvidence:
+    """The evidence an answer carries so far, whitespace aside: evidence already shown (a
+    file read twice, a rerun's output, a message its step record quotes) is not shown again.
     Cards are not counted: a message is returned verbatim even where a card restates it.
     What is recorded is what the answer shows: an item trimmed to its head and tail does not
     cover its middle."""
@@ -134,7 +139,7 @@ class _Said:
         return " ".join(str(row["text"]).split()) in self._said
 
 
-def _own(rows: list[Candidate], user_id: str) -> dict[str, Row]:
+def _rows_of_user(rows: list[Candidate], user_id: str) -> dict[str, Row]:
     # The store filtered by user key already; this re-check costs nothing and makes
     # isolation independent of the hash.
     return {c.id: c.fields for c in rows if c.fields["user_id"] == user_id}

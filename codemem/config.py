@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
+
 ENV_PREFIX = "CODEMEM_"
 
 
@@ -36,7 +38,7 @@ class Settings:
     # A session's card is always embedded (its task: later tasks are compared with it). Its
     # steps and raw messages are BM25- and reference-indexed, and embedded only when these
     # are on: on a 2-core CPU the model reads ~25 short texts/s, and embedding every step
-    # was 70% of an Add's time (300 trajectories: ~4,800 steps).
+    # takes 70% of an Add's time (300 trajectories: ~4,800 steps).
     embed_steps: bool = False
     embed_messages: bool = False
     # A query's first 64 tokens cost ~30 ms to embed on a 2-core CPU, 128 tokens ~50 ms.
@@ -61,22 +63,15 @@ class Settings:
     # above what an evaluation platform sends at once (64 Adds, 256 Searches).
     max_inflight_adds: int = 256
     max_inflight_searches: int = 1024
-    # Search.
-    candidates: int = 200
-    # Experiences scoring below this share of the best one's fused score are left out rather
-    # than padded in. Replay (62 labelled tasks, all 300 trajectories): the lowest gold
-    # experience found scored 0.37 of the best; at 0.3 the median answer names 9 experiences
-    # instead of 14 and no gold experience is cut. 0 keeps all that top_k and the budget allow.
-    relevance_floor: float = 0.3
+    # Search: the two knobs of the search configuration (codemem/ranking/recipes.py, where
+    # their values are explained) that a deployment may set; the rest is DEFAULT_SEARCH.
+    candidates: int = DEFAULT_SEARCH.candidates
+    relevance_floor: float = DEFAULT_SEARCH.relevance_floor
     # A Search answer is read by a model with a limited window: it stops at this many
     # tokens (~4 characters each; 0 = top_k alone bounds it), and no single item is longer
     # than max_item_chars (its head and tail are kept).
     search_token_budget: int = 32_000
     max_item_chars: int = 6_000
-    # MemoryArena's wrap_user_prompt: at most this many memories, within this many tokens
-    # (characters / 4; 0 = only the count bounds it), each at most max_item_chars.
-    memoryarena_top_k: int = 20
-    memoryarena_token_budget: int = 8_000
     max_body_bytes: int = 30 * 1024 * 1024
     max_image_bytes: int = 10 * 1024 * 1024
     log_level: str = "info"
@@ -110,6 +105,10 @@ class Settings:
 
     def replace(self, **changes: object) -> Settings:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def search_config(self) -> SearchConfig:
+        """DEFAULT_SEARCH with this deployment's candidate depth and relevance floor."""
+        return DEFAULT_SEARCH.replace(candidates=self.candidates, relevance_floor=self.relevance_floor)
 
     def consistency_s(self) -> float:
         return 0.0 if self.workers > 1 or is_object_storage(self.data_dir) else self.read_consistency_s

@@ -27,13 +27,5 @@ class NotFound(CodememError):
     """The named thing does not exist (or is not visible to this user)."""
 
 
-class Overloaded(CodememError):
-    """The service cannot take more work right now; retry after `retry_after` seconds."""
-
-    def __init__(self, reason: str, retry_after: int = 1) -> None:
-        super().__init__(reason)
-        self.retry_after = retry_after
-
-
 class StoreMismatch(CodememError):
     """The data directory was written with another embedding model or schema."""

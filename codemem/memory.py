@@ -20,8 +20,9 @@ from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
-from codemem.ranking.assemble import group, session_scores
+from codemem.ranking.assemble import group_by_session, session_scores
 from codemem.ranking.query import parse_query
+from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.rrf import rrf
 from codemem.refresher import SessionRefresher
 from codemem.store.lance import Store
@@ -33,15 +34,16 @@ from parsers import exact_terms
 log = logging.getLogger(__name__)
 
 _ENCODER = msgspec.json.Encoder()
-# The query's nearest cards (task to task) weigh more than its BM25 and reference matches:
-# measured on the 62 labelled SWE-ContextBench tasks (eval/replay.py).
-DENSE_WEIGHT = 1.5
+# top_k may be any positive integer (10**30 included); the retrievers need a bound.
 MAX_CANDIDATES = 10_000
 
 
 class Memory:
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None,
+                 search: SearchConfig | None = None) -> None:
+        """`search`: how to search (default: the settings' `search_config()`)."""
         self.settings = settings
+        self.search_config = search or settings.search_config()
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
         self.compactor = Compactor(
@@ -53,7 +55,6 @@ class Memory:
         self.refresher = SessionRefresher(self.refresh_session)
         self._histories = sessions.MessageCache()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
-        self.shape = answer.Shape(settings.search_token_budget, settings.max_item_chars)
 
     def warm_up(self) -> None:
         """Load the model (and its query encoder) now rather than on the first request."""
@@ -88,7 +89,7 @@ class Memory:
         request_key = key_of(req.user_id, req.request_id)
 
         def stored() -> bool:
-            return self.store.exists(f"user_key = '{user_key}' AND request_key = '{request_key}'")
+            return self.store.request_stored(user_key, request_key)
 
         # Under the session's lock, which other threads and the other processes on this data
         # directory take too (and, on S3, the request's claim for nodes sharing the bucket):
@@ -181,27 +182,36 @@ class Memory:
 
     # -- Search ---------------------------------------------------------------------------
 
-    def search(self, req: SearchRequest, relevance_floor: float | None = None) -> list[Hit]:
-        """At most top_k items of this user's memory, best first; experiences scoring below
-        `relevance_floor` (default: the setting) times the best one are left out."""
+    @property
+    def shape(self) -> answer.Shape:
+        """How much an answer carries, with the default search configuration."""
+        return self._shape(self.search_config)
+
+    def _shape(self, config: SearchConfig) -> answer.Shape:
+        return answer.Shape.of(config, self.settings.search_token_budget, self.settings.max_item_chars)
+
+    def search(self, req: SearchRequest, config: SearchConfig | None = None) -> list[Hit]:
+        """At most top_k items of this user's memory, best first, searched as `config` says
+        (default: this Memory's `search_config`)."""
+        config = config or self.search_config
         validate_search(req, self.settings.max_image_bytes)
         text = req.text
         if not text.strip():
             return []
-        where = f"user_key = '{key_of(req.user_id)}'"
-        # top_k may be any positive integer (10**30 included); the retrievers need a bound.
-        limit = min(max(req.top_k, self.settings.candidates), MAX_CANDIDATES)
+        user_key = key_of(req.user_id)
+        limit = min(max(req.top_k, config.candidates), MAX_CANDIDATES)
         query = parse_query(text)
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
-        lexical = self._pool.submit(self.store.fts, query.bm25, where, limit)
-        by_refs = self._pool.submit(self.store.fts, " ".join(query.refs), where, limit, "refs")
+        lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
+        by_refs = self._pool.submit(self.store.fts, " ".join(query.refs), user_key, limit, "refs")
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
-        dense = self.store.nearest(vector, where, limit)
-        lists = [(1.0, lexical.result()), (DENSE_WEIGHT, dense), (1.0, by_refs.result())]
-        items = rrf([found for _, found in lists])  # orders each session's evidence
-        floor = self.settings.relevance_floor if relevance_floor is None else relevance_floor
-        groups = group(items, session_scores(lists), sessions.card_id, req.top_k, floor)
-        return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self.shape)
+        dense = self.store.nearest(vector, user_key, limit)
+        lists = [(config.lexical_weight, lexical.result()), (config.dense_weight, dense),
+                 (config.refs_weight, by_refs.result())]
+        items = rrf([found for _, found in lists], config.item_rrf_k)  # orders each session's evidence
+        scores = session_scores(lists, config.session_rrf_k)
+        groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
+        return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config))
 
     def experience(self, user_id: str, ref: str) -> list[Hit]:
         """One whole experience of this user: its card, then its evidence in session order
@@ -213,14 +223,15 @@ class Memory:
             raise InvalidInput("user_id and id must be non-empty strings")
         named = [c.fields for c in self.store.by_ids([ref]) if c.fields["user_id"] == user_id]
         session_key = str(named[0]["session_key"]) if named else key_of(user_id, ref)
-        scope = f"user_key = '{key_of(user_id)}' AND session_key = '{session_key}'"
-        derived = self.store.rows(f"{scope} AND kind IN ('card', 'step')")
+        user_key = key_of(user_id)
+        derived = self.store.session_rows(session_key, sessions.DERIVED_KINDS, user_key=user_key)
         card = next((r for r in derived if r["kind"] == "card"), None)
         if card is None:
             raise NotFound(f"no experience {ref!r} in the memory of {user_id!r}")
         evidence = sorted((r for r in derived if r["kind"] == "step"), key=lambda r: int(r["position"]))
         if not evidence:
-            evidence = self.store.rows(f"{scope} AND kind = 'message'", columns=[*RESULT_COLUMNS, "request_key"])
+            evidence = self.store.session_rows(session_key, ["message"], user_key=user_key,
+                                               columns=[*RESULT_COLUMNS, "request_key"])
             evidence.sort(key=lambda r: (r["created_at"], r["request_key"], r["position"]))
         return answer.whole(card, evidence, self.shape)
 
@@ -229,20 +240,20 @@ class Memory:
     def message_count(self, user_id: str, session_id: str) -> int:
         """How many messages of a session are stored (an importer of a transcript that
         grows adds only what follows them)."""
-        return self.store.count(f"session_key = '{key_of(user_id, session_id)}' AND kind = 'message'")
+        return self.store.message_count(key_of(user_id, session_id))
 
     def delete_user(self, user_id: str) -> int:
         """Remove every memory of one user; returns how many items were removed."""
         if not user_id:
             raise InvalidInput("user_id must be a non-empty string")
         self._histories.clear()
-        return self.store.delete(f"user_key = '{key_of(user_id)}'")
+        return self.store.delete_user(key_of(user_id))
 
     def purge(self, older_than: timedelta) -> int:
         """Remove every memory stored more than `older_than` ago, for all users."""
         cutoff = int((datetime.now(UTC) - older_than).timestamp() * 1000)
         self._histories.clear()
-        return self.store.delete(f"created_at < {cutoff}")
+        return self.store.delete_older_than(cutoff)
 
     def store_health(self) -> dict[str, int]:
         """The store's figures for a health check; empty when they cannot be read just now

@@ -12,11 +12,6 @@ import msgspec
 
 Role = Literal["user", "assistant"]
 
-# What an item in the store is. A session's raw messages are kept verbatim ("message");
-# the experience layer derives one "card" per session and "step" records for evidence. A
-# "registration" row (no text, no vector) marks a user initialised by codemem.chunks.
-ItemKind = Literal["message", "card", "step", "commit", "registration"]
-
 
 class TextPart(msgspec.Struct, tag="text", tag_field="type"):
     text: str

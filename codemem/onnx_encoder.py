@@ -15,7 +15,7 @@ import io
 import logging
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,11 +61,12 @@ class OnnxEncoder:
 def _export(model: SentenceTransformer) -> bytes:
     import torch
 
-    bert = copy.deepcopy(model[0].auto_model).eval()
+    bert: torch.nn.Module = copy.deepcopy(model[0].auto_model).eval()  # type: ignore[union-attr]
     # torch's fused attention (sdpa) exports to a graph whose vectors drift; eager matches.
     for module in bert.modules():
         if hasattr(module, "config"):
-            module.config._attn_implementation = "eager"
+            config: Any = module.config
+            config._attn_implementation = "eager"
 
     class MeanPooled(torch.nn.Module):
         def __init__(self) -> None:
@@ -85,7 +86,9 @@ def _export(model: SentenceTransformer) -> bytes:
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the tracer's notes on shapes it treats as constants
         torch.onnx.export(
-            MeanPooled(), tuple(dummy[name] for name in _INPUTS), buffer, input_names=list(_INPUTS),
+            # A file-like target works (the legacy exporter writes bytes); the stub names paths only.
+            MeanPooled(), tuple(dummy[name] for name in _INPUTS), buffer,  # type: ignore[arg-type]
+            input_names=list(_INPUTS),
             output_names=["vector"], dynamic_axes={name: {0: "batch", 1: "tokens"} for name in _INPUTS},
             opset_version=17, dynamo=False,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -31,6 +32,8 @@ _ENCODER = msgspec.json.Encoder()
 # total cost), and a background refresh catches up the rest once the session goes quiet.
 REBUILD_ALWAYS_UPTO = 400
 REBUILD_GROWTH = 0.25
+# The rows a session's build writes (its messages are stored as they came).
+DERIVED_KINDS = ("card", "step")
 
 
 def rebuild_due(total: int, built: int) -> bool:
@@ -61,18 +64,13 @@ class SessionState(msgspec.Struct):
 
 def state(store: Store, session_key: str) -> SessionState:
     return SessionState(
-        messages=store.count(f"session_key = '{session_key}' AND kind = 'message'"),
+        messages=store.message_count(session_key),
         derived=stored_derived(store, session_key),
     )
 
 
 def stored_derived(store: Store, session_key: str) -> list[dict[str, object]]:
-    return store.rows(derived_scope(session_key), columns=["id", "kind", "metadata", "vector"])
-
-
-def derived_scope(session_key: str) -> str:
-    """The filter selecting a session's derived rows (hex key only: safe in an expression)."""
-    return f"session_key = '{session_key}' AND kind IN ('card', 'step')"
+    return store.session_rows(session_key, DERIVED_KINDS, columns=["id", "kind", "metadata", "vector"])
 
 
 def card_id(session_key: str) -> str:
@@ -81,15 +79,15 @@ def card_id(session_key: str) -> str:
 
 def stored_messages(store: Store, user_key: str, session_key: str) -> list[Message]:
     """The session's messages in arrival order (Add by Add, then position within the Add)."""
-    rows = store.rows(
-        f"user_key = '{user_key}' AND session_key = '{session_key}' AND kind = 'message'",
+    rows = store.session_rows(
+        session_key, ["message"], user_key=user_key,
         columns=["role", "text", "content", "timestamp", "created_at", "request_key", "position"],
     )
     rows.sort(key=lambda r: (r["created_at"], r["request_key"], r["position"]))
     return [_message(r) for r in rows]
 
 
-def _message(r: dict[str, object]) -> Message:
+def _message(r: dict[str, Any]) -> Message:
     content: str | list[ContentPart] = str(r["text"])
     if r["content"]:
         content = msgspec.json.decode(str(r["content"]), type=list[ContentPart])

@@ -3,7 +3,7 @@
     with running_server(env={"CODEMEM_COMPACT_INTERVAL_S": "0"}) as srv:
         httpx.post(srv.url + "/add", json=...)
 
-The server runs as a subprocess (`python -m codemem.cli serve`, through a tiny launcher file)
+The server runs as a subprocess (`python -m cli serve`, through a tiny launcher file)
 in its own session (so a Ctrl-C in the terminal reaches only the benchmark, which then shuts
 the server down itself), on a free 127.0.0.1 port, with a temporary data directory unless one
 is given, and waits for /health to say the model is loaded. On exit, always (also on an
@@ -33,10 +33,10 @@ import httpx
 
 HOST = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# `python -m codemem.cli serve` by another name: this machine is shared, and other sessions'
-# clean-ups (`pkill -f "codemem.cli serve"`-style) twice stopped a benchmark's server mid-run;
+# `python -m cli serve` by another name: this machine is shared, and other sessions'
+# clean-ups (`pkill -f "cli serve"`-style) twice stopped a benchmark's server mid-run;
 # a neutral command line keeps this one out of their way.
-_LAUNCHER = "import runpy, sys\nsys.argv[0] = 'codemem'\nrunpy.run_module('codemem.cli', run_name='__main__', alter_sys=True)\n"
+_LAUNCHER = "import runpy, sys\nsys.argv[0] = 'codemem'\nrunpy.run_module('cli', run_name='__main__', alter_sys=True)\n"
 
 
 class ServerError(RuntimeError):
@@ -193,7 +193,7 @@ def use_source(source: str | os.PathLike[str] | None) -> None:
         root = str(Path(source).resolve())
         if root not in sys.path:
             sys.path.insert(0, root)
-        for name in [m for m in sys.modules if m.split(".")[0] in ("codemem", "api", "parsers")]:
+        for name in [m for m in sys.modules if m.split(".")[0] in ("codemem", "api", "parsers", "cli")]:
             del sys.modules[name]
 
 

@@ -41,7 +41,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -74,62 +73,13 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def load_sessions(tar_path: Path = TAR) -> list[tuple[str, list[dict[str, object]]]]:
     """[(session name, [{"role","content","timestamp"}])] from the real transcripts."""
-    try:
-        from codemem.transcripts import iter_transcripts_from_tar
-    except ImportError:
-        iter_transcripts_from_tar = None
+    from codemem.transcripts import iter_transcripts_from_tar
+
     sessions: list[tuple[str, list[dict[str, object]]]] = []
-    if iter_transcripts_from_tar is not None:
-        for name, tr in iter_transcripts_from_tar(tar_path):
-            msgs = [{"role": m.role, "content": m.text, "timestamp": m.timestamp} for m in tr.messages if m.text.strip()]
-            if msgs:
-                sessions.append((Path(name).stem, msgs))
-        return sessions
-    return _load_sessions_raw(tar_path)
-
-
-def _load_sessions_raw(tar_path: Path) -> list[tuple[str, list[dict[str, object]]]]:
-    """Fallback rendering when codemem.transcripts is not there: text/tool_use/tool_result."""
-    sessions = []
-    with tarfile.open(tar_path, "r|*") as archive:
-        for member in archive:
-            if not member.isfile() or not member.name.endswith(".jsonl"):
-                continue
-            fh = archive.extractfile(member)
-            if fh is None:
-                continue
-            msgs = []
-            for line in fh:
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(ev, dict) or ev.get("type") not in ("user", "assistant") or ev.get("isSidechain"):
-                    continue
-                msg = ev.get("message") or {}
-                content = msg.get("content") if isinstance(msg, dict) else None
-                parts = []
-                if isinstance(content, str):
-                    parts.append(content)
-                elif isinstance(content, list):
-                    for b in content:
-                        if not isinstance(b, dict):
-                            continue
-                        if b.get("type") == "text":
-                            parts.append(str(b.get("text", "")))
-                        elif b.get("type") == "tool_use":
-                            parts.append(f"Tool call {b.get('name')} {json.dumps(b.get('input', {}))}")
-                        elif b.get("type") == "tool_result":
-                            c = b.get("content")
-                            if isinstance(c, list):
-                                c = "\n".join(str(x.get("text", "")) for x in c if isinstance(x, dict))
-                            parts.append(f"Tool result:\n{c}")
-                text = "\n\n".join(p for p in parts if p)
-                if text.strip():
-                    msgs.append({"role": "user" if ev["type"] == "user" else "assistant", "content": text,
-                                 "timestamp": None})
-            if msgs:
-                sessions.append((Path(member.name).stem, msgs))
+    for name, tr in iter_transcripts_from_tar(tar_path):
+        msgs = [{"role": m.role, "content": m.text, "timestamp": m.timestamp} for m in tr.messages if m.text.strip()]
+        if msgs:
+            sessions.append((Path(name).stem, msgs))
     return sessions
 
 

@@ -146,10 +146,10 @@ def detach(settings: Settings, payload: HookPayload) -> None:
     log_path = _hook_dir(settings) / "claude-code.log"
     if log_path.exists() and log_path.stat().st_size > MAX_LOG_BYTES:
         os.replace(log_path, log_path.with_suffix(".log.1"))
-    # -P: the hook runs in the user's repository, whose own `codemem/` or `integrations/`
+    # -P: the hook runs in the user's repository, whose own `cli/`, `codemem/` or `integrations/`
     # folder must not shadow the installed packages.
     data_dir = settings.data_dir if is_object_storage(settings.data_dir) else os.path.abspath(settings.data_dir)
-    command = [sys.executable, "-P", "-m", "codemem.cli", "hook", "claude-code", "--wait", "--data-dir", data_dir]
+    command = [sys.executable, "-P", "-m", "cli", "hook", "claude-code", "--wait", "--data-dir", data_dir]
     quiet = os.environ | {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}  # a log, not a terminal
     with open(log_path, "ab") as log:
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=log, env=quiet,

@@ -18,7 +18,6 @@ from parsers.types import DiffFile, Hunk
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(?: ?(.*))?$")
 _HUNK_LOOSE = re.compile(r"^@@(?!@)(?:[^@]*)@@(?: ?(.*))?$|^@@\s*$")
-_OCTAL = re.compile(rb"\\([0-7]{1,3}|[\\\"abfnrtv])")
 _MAX_LINES = 200_000
 # Symbol resolution parses each hunk; past this many (vendored trees, generated
 # files) files keep their hunks and counts but not their symbols.

@@ -9,12 +9,9 @@ class name. All lowercase, deduplicated, in first-seen order.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from parsers.paths import normalize_path, python_module
-
-if TYPE_CHECKING:
-    from parsers.types import CodeRefs
 
 _SPLIT = re.compile(r"\.|::|#|->")
 _PARAMS = re.compile(r"\[.*\]$")
@@ -61,21 +58,8 @@ def test_id_terms(test_id: str) -> list[str]:
     return out
 
 
-def refs_terms(refs: CodeRefs) -> list[str]:
-    raw: list[str] = []
-    for path in refs.files:
-        raw.extend(path_terms(path))
-    for symbol in refs.symbols:
-        raw.extend(symbol_terms(symbol))
-    for exc in refs.exceptions:
-        raw.extend(symbol_terms(exc))
-    for frame in refs.frames:
-        if frame.file and not frame.file.startswith(("<", "node:")):
-            raw.extend(path_terms(frame.file))
-        if frame.function:
-            raw.extend(symbol_terms(frame.function))
-    for test_id in refs.test_ids:
-        raw.extend(test_id_terms(test_id))
+def lookup_keys(raw: Iterable[str]) -> list[str]:
+    """`raw` terms lowercased, without the too short, the stop words and repeats, in order."""
     seen: set[str] = set()
     out: list[str] = []
     for term in raw:

@@ -79,7 +79,9 @@ _TRIVIAL_CALLS = frozenset(
 
 
 @dataclass(slots=True)
-class _Acc:
+class _FoundRefs:
+    """The references found so far in one text, and what is left of its code budget."""
+
     files: list[str] = field(default_factory=list)
     symbols: list[str] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
@@ -130,7 +132,7 @@ def _split_fences(lines: list[str]) -> tuple[list[str], list[_Block]]:
     return prose, blocks
 
 
-def _test_ids(index: TextIndex, acc: _Acc) -> None:
+def _test_ids(index: TextIndex, acc: _FoundRefs) -> None:
     text = index.text
     if ".py::" in text:
         for m in _PYTEST_ID.finditer(index.select(_HINT_PYTEST)):
@@ -174,7 +176,7 @@ def _dotted_names(text: str) -> list[str]:
     return out
 
 
-def _prose(prose: TextIndex, acc: _Acc) -> None:
+def _prose(prose: TextIndex, acc: _FoundRefs) -> None:
     if "`" in prose.text:
         seen: set[str] = set()
         for m in _BACKTICK.finditer(prose.select(_HINT_BACKTICK)):
@@ -206,7 +208,7 @@ def _prose(prose: TextIndex, acc: _Acc) -> None:
         acc.symbols.append(name)
 
 
-def _code_symbols(code: str, language: str, acc: _Acc) -> None:
+def _code_symbols(code: str, language: str, acc: _FoundRefs) -> None:
     if len(code) > MAX_BLOCK_CHARS:
         code = code[: code.rfind("\n", 0, MAX_BLOCK_CHARS) + 1]
     if acc.blocks >= MAX_CODE_BLOCKS or not code or len(code) > acc.code_budget:
@@ -229,7 +231,7 @@ def _is_output(lines: list[str]) -> bool:
     return any(ln.startswith(("$ ", "Traceback (most recent call last)")) for ln in lines[:200])
 
 
-def _blocks(blocks: list[_Block], acc: _Acc) -> list[str]:
+def _blocks(blocks: list[_Block], acc: _FoundRefs) -> list[str]:
     """Handle fenced blocks; returns lines of untagged non-code blocks (plain output)."""
     plain: list[str] = []
     for block in blocks:
@@ -253,7 +255,7 @@ def _blocks(blocks: list[_Block], acc: _Acc) -> list[str]:
     return plain
 
 
-def _diff_refs(text: str, acc: _Acc) -> None:
+def _diff_refs(text: str, acc: _FoundRefs) -> None:
     if "@@" not in text or not ("\n+++ " in text or "diff --git" in text):
         return
     for f in parse_diff(text):
@@ -272,7 +274,7 @@ def extract_text_refs(text: str) -> CodeRefs:
              for ln in lines]
     index = TextIndex("\n".join(lines))
     scan = index.text
-    acc = _Acc()
+    acc = _FoundRefs()
     prose_lines, blocks = _split_fences(lines)
 
     acc.files.extend(find_paths(strip_urls(index.select(PATH_HINT))))

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import TypeVar
 
-from parsers.terms import refs_terms
+from parsers.terms import lookup_keys, path_terms, symbol_terms, test_id_terms
 
 _T = TypeVar("_T")
 
@@ -111,4 +111,18 @@ class CodeRefs:
 
     def terms(self) -> list[str]:
         """Flat, lowercase lookup keys (paths, basenames, module paths, symbol tails...)."""
-        return refs_terms(self)
+        raw: list[str] = []
+        for path in self.files:
+            raw.extend(path_terms(path))
+        for symbol in self.symbols:
+            raw.extend(symbol_terms(symbol))
+        for exc in self.exceptions:
+            raw.extend(symbol_terms(exc))
+        for frame in self.frames:
+            if frame.file and not frame.file.startswith(("<", "node:")):
+                raw.extend(path_terms(frame.file))
+            if frame.function:
+                raw.extend(symbol_terms(frame.function))
+        for test_id in self.test_ids:
+            raw.extend(test_id_terms(test_id))
+        return lookup_keys(raw)

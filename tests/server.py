@@ -35,7 +35,7 @@ class Server:
     def start(self, timeout: float = 120) -> Server:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "codemem.cli", "serve", "--port", str(self.port),
+                [sys.executable, "-m", "cli", "serve", "--port", str(self.port),
                  "--data-dir", str(self.data_dir), *self.args],
                 env=self.env, stdout=subprocess.DEVNULL, stderr=log,
             )

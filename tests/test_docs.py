@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from api.app import create_app
-from codemem.cli import build_parser
+from api.memoryarena import env_names as memoryarena_env_names
+from cli.main import build_parser
 from codemem.config import env_names
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -24,7 +25,7 @@ def test_every_cli_command_is_in_the_readme(command: str) -> None:
     assert f"codemem {command}" in README
 
 
-@pytest.mark.parametrize("name", env_names())
+@pytest.mark.parametrize("name", env_names() + memoryarena_env_names())
 def test_every_setting_is_in_the_readme(name: str) -> None:
     assert f"`{name}`" in README
 

@@ -24,7 +24,7 @@ from codemem.experience.steps import build_steps
 from codemem.experience.symbols import patch_symbols, resolve_symbols
 from codemem.experience.tracker import EditRecord, SessionFacts, Tracker
 from codemem.experience.types import Experience, ExperienceCard
-from codemem.models import Message
+from codemem.models import Message, Role
 
 TASK_WORDS = 300
 ROOT_CAUSES = 3
@@ -180,7 +180,7 @@ def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> E
     """The experience of one session: card, steps and terms; pure and deterministic."""
     tracker = Tracker()
     for position, message in enumerate(messages):
-        role = "user" if getattr(message, "role", "user") == "user" else "assistant"
+        role: Role = "user" if getattr(message, "role", "user") == "user" else "assistant"
         tracker.feed(position, role, recognise_events(_message_text(message), role))
     facts = tracker.finish()
     patch_files = (

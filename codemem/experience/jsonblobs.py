@@ -72,7 +72,7 @@ def _call(name: str, payload: Any) -> ToolCallEvent:
 def _openai_call(item: Any) -> ToolCallEvent | None:
     if not isinstance(item, dict):
         return None
-    function = item.get("function") if isinstance(item.get("function"), dict) else item
+    function: dict[Any, Any] = item["function"] if isinstance(item.get("function"), dict) else item
     name = _name_of(function.get("name"))
     if name is None:
         return None
@@ -129,9 +129,9 @@ def _from_dict(d: dict[str, Any], depth: int) -> list[Event] | None:
                 return [_call(name, d[arg_key])]
         if name_key in ("tool", "tool_name", "action") and len(d) <= 2:
             return [_call(name, {k: v for k, v in d.items() if k != name_key})]
-    content = d.get("content")
-    if isinstance(content, list) and depth < _MAX_DEPTH:
-        return _from_list(content, depth + 1)
+    nested = d.get("content")
+    if isinstance(nested, list) and depth < _MAX_DEPTH:
+        return _from_list(nested, depth + 1)
     if isinstance(d.get("message"), dict) and depth < _MAX_DEPTH:
         return _from_dict(d["message"], depth + 1)
     return None

@@ -127,9 +127,9 @@ def assistant_shell_events(text: str) -> list[Event] | None:
         if tag in _DIFF_TAGS or (not tag and _looks_like_diff(body)):
             spans.append((m.start, m.end, [ToolCallEvent("apply_patch", {"patch": body})]))
         elif tag in _TRANSCRIPT_TAGS or (tag in _SHELL_TAGS and _PROMPT.match(body)):
-            events = _prompt_transcript(body)
-            if events:
-                spans.append((m.start, m.end, events))
+            transcript = _prompt_transcript(body)
+            if transcript:
+                spans.append((m.start, m.end, transcript))
         elif (
             (tag in _SHELL_TAGS or not tag)
             and (at_end or (has_header and i == len(fences) - 1))
@@ -138,8 +138,8 @@ def assistant_shell_events(text: str) -> list[Event] | None:
             spans.append((m.start, m.end, swe_command(body)))
     if not spans:
         if not fences and _PROMPT.search(text):
-            events = _prompt_transcript(text)
-            return events or None
+            transcript = _prompt_transcript(text)
+            return transcript or None
         return None
     spans.sort(key=lambda s: s[0])
     events: list[Event] = []

@@ -132,7 +132,7 @@ def patch_symbols(patch: str, views: dict[str, FileView]) -> dict[str, list[str]
     for section in diff_sections(patch):
         path_match = _PATCH_PATH.search(section)
         view = views.get(path_match.group(1)) if path_match else None
-        if view is None:
+        if view is None or path_match is None:
             continue
         spans = _agrees(view, section)
         source = view.window_source(spans) if spans else None

@@ -109,10 +109,6 @@ def _runs(pattern: re.Pattern[str], command: str) -> bool:
     return False
 
 
-def is_test_command(command: str) -> bool:
-    return _runs(_TEST_COMMAND, command) or _runs(_SCRIPT_TEST, command)
-
-
 def _pytest(output: str) -> tuple[bool | None, str] | None:
     found = list(_PYTEST_SUMMARY.finditer(output))
     if not found:

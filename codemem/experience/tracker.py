@@ -23,7 +23,6 @@ from codemem.experience.actions import (
     tool_key,
 )
 from codemem.experience.diffs import clean_patch, edit_hunk, is_git_diff_command
-from codemem.experience.errors import errors_in, strip_noise
 from codemem.experience.events import (
     Event,
     TextEvent,
@@ -31,6 +30,7 @@ from codemem.experience.events import (
     ToolResultEvent,
 )
 from codemem.experience.fileviews import FileView, numbered_lines, swe_open_file
+from codemem.experience.output_errors import errors_in, strip_noise
 from codemem.experience.paths import PathMapper
 from codemem.experience.symbols import SymbolQuery, symbol_query
 from codemem.experience.testruns import TestRun, read_outcome, read_test_run

@@ -13,10 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from codemem.store.lance import Candidate
-
-# Small k: the first places of each retriever's session ranking carry the signal.
-SESSION_RRF_K = 3
+from codemem.ranking.types import Candidate
 
 
 @dataclass
@@ -29,7 +26,7 @@ class Group:
     evidence: list[Candidate] = field(default_factory=list)
 
 
-def session_scores(lists: Sequence[tuple[float, Sequence[Candidate]]], k: int = SESSION_RRF_K) -> dict[str, float]:
+def session_scores(lists: Sequence[tuple[float, Sequence[Candidate]]], k: int) -> dict[str, float]:
     """Weighted RRF over each (weight, best-first items) list's ranking of sessions."""
     scores: dict[str, float] = {}
     for weight, items in lists:
@@ -43,7 +40,7 @@ def session_scores(lists: Sequence[tuple[float, Sequence[Candidate]]], k: int = 
     return scores
 
 
-def group(
+def group_by_session(
     items: Sequence[Candidate],
     scores: dict[str, float],
     card_of: Callable[[str], str],

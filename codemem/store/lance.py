@@ -1,6 +1,9 @@
 """The LanceDB-backed item store: one table, filtered by user before any ranking.
 
-Everything LanceDB-specific lives here; ranking code sees plain `Candidate` values.
+Everything LanceDB-specific lives here, filter expressions included: callers name what they
+want (a user's items, a session's messages) and ranking code sees plain `Candidate` values.
+Only keys we made (hex digests) and our own kind names reach an expression; user ids never
+do.
 """
 
 from __future__ import annotations
@@ -10,13 +13,15 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from datetime import timedelta
+from typing import Any, cast
 
 import lancedb
-import msgspec
 import numpy as np
 from lancedb.index import FTS, Bitmap, BTree
+from lancedb.query import LanceVectorQueryBuilder
 
 from codemem.errors import StoreMismatch
+from codemem.ranking.types import Candidate
 from codemem.store.claims import RequestClaims
 from codemem.store.locks import Locks
 from codemem.store.schema import (
@@ -31,14 +36,6 @@ from codemem.store.schema import (
 )
 
 log = logging.getLogger(__name__)
-
-
-class Candidate(msgspec.Struct):
-    """One item as a retriever returned it, with that retriever's raw score."""
-
-    id: str
-    score: float
-    fields: dict[str, object]  # CANDIDATE_COLUMNS from a retriever, RESULT_COLUMNS from by_ids
 
 
 class Store:
@@ -130,6 +127,14 @@ class Store:
             self.table.delete(where)
         return before
 
+    def delete_user(self, user_key: str) -> int:
+        """Remove every row of one user; returns how many there were."""
+        return self.delete(user_scope(user_key))
+
+    def delete_older_than(self, created_before_ms: int) -> int:
+        """Remove every row stored before a Unix time in ms, for all users."""
+        return self.delete(f"created_at < {int(created_before_ms)}")
+
     # -- reads ----------------------------------------------------------------------------
 
     def count(self, where: str | None = None) -> int:
@@ -138,32 +143,61 @@ class Store:
     def exists(self, where: str) -> bool:
         return bool(self.table.search().where(where).select(["id"]).limit(1).to_list())
 
-    def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, object]]:
+    def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, Any]]:
         return self.table.search().where(where).select(list(columns)).limit(limit).to_list()
+
+    def request_stored(self, user_key: str, request_key: str) -> bool:
+        return self.exists(f"{user_scope(user_key)} AND request_key = '{request_key}'")
+
+    def has_kind(self, user_key: str, kind: str) -> bool:
+        """Whether the user has a row of this kind (one of ours, e.g. "registration")."""
+        return self.exists(f"{user_scope(user_key)} AND kind = '{_safe(kind)}'")
+
+    def message_count(self, session_key: str) -> int:
+        return self.count(f"session_key = '{session_key}' AND kind = 'message'")
+
+    def session_rows(self, session_key: str, kinds: Iterable[str], columns: Iterable[str] = RESULT_COLUMNS,
+                     user_key: str | None = None) -> list[dict[str, Any]]:
+        """One session's rows of these kinds (within one user's when `user_key` is given)."""
+        scope = f"session_key = '{session_key}'"
+        if user_key is not None:
+            scope = f"{user_scope(user_key)} AND {scope}"
+        names = [_safe(k) for k in kinds]
+        listed = ", ".join(f"'{k}'" for k in names)
+        kind = f"kind = {listed}" if len(names) == 1 else f"kind IN ({listed})"
+        return self.rows(f"{scope} AND {kind}", columns=columns)
+
+    def sessions_messages(self, user_key: str, session_keys: Iterable[str], columns: Iterable[str]) -> list[dict[str, Any]]:
+        """The messages of several sessions of one user."""
+        if not (quoted := _id_list(list(session_keys))):
+            return []
+        return self.rows(f"{user_scope(user_key)} AND kind = 'message' AND session_key IN ({quoted})", columns=columns)
 
     def by_ids(self, ids: list[str]) -> list[Candidate]:
         if not (quoted := _id_list(ids)):
             return []
         return [Candidate(id=r["id"], score=0.0, fields=r) for r in self.rows(f"id IN ({quoted})")]
 
-    def fts(self, text: str, where: str, limit: int, column: str = "text") -> list[Candidate]:
-        """BM25 over `column` ("text", or "refs" for code-reference keys)."""
+    def fts(self, text: str, user_key: str, limit: int, column: str = "text") -> list[Candidate]:
+        """BM25 over `column` ("text", or "refs" for code-reference keys) of one user's items."""
         if not text.strip():
             return []
         hits = (
             self.table.search(text, query_type="fts", fts_columns=column)
-            .where(where, prefilter=True)
+            .where(user_scope(user_key), prefilter=True)
             .select([*CANDIDATE_COLUMNS, "_score"])
             .limit(limit)
             .to_list()
         )
         return [Candidate(id=h["id"], score=float(h["_score"]), fields=h) for h in hits]
 
-    def nearest(self, vector: np.ndarray, where: str, limit: int) -> list[Candidate]:
+    def nearest(self, vector: np.ndarray, user_key: str, limit: int) -> list[Candidate]:
+        """One user's items with a vector, nearest (cosine) first."""
+        query = cast(LanceVectorQueryBuilder,
+                     self.table.search(vector, query_type="vector", vector_column_name="vector"))
         hits = (
-            self.table.search(vector, query_type="vector", vector_column_name="vector")
-            .distance_type("cosine")
-            .where(f"({where}) AND has_vector", prefilter=True)
+            query.distance_type("cosine")
+            .where(f"({user_scope(user_key)}) AND has_vector", prefilter=True)
             .select([*CANDIDATE_COLUMNS, "_distance"])
             .limit(limit)
             .to_list()
@@ -177,7 +211,7 @@ class Store:
         self.table.optimize(cleanup_older_than=keep_versions_for)
 
     def stats(self) -> dict[str, int]:
-        s = self.table.stats()
+        s = cast(dict[str, Any], self.table.stats())  # a dict at run time, whatever the annotation says
         frag = s.get("fragment_stats", {})
         idx = self.table.index_stats("text_idx")
         return {
@@ -190,6 +224,18 @@ class Store:
 
     def version(self) -> int:
         return int(self.table.version)
+
+
+def user_scope(user_key: str) -> str:
+    """The filter selecting one user's rows (a hex key: safe in an expression)."""
+    return f"user_key = '{user_key}'"
+
+
+def _safe(name: str) -> str:
+    """A kind name of ours, checked before it enters an expression."""
+    if not name.replace("_", "").isalnum():
+        raise ValueError(f"not a kind name: {name!r}")
+    return name
 
 
 def _id_list(ids: list[str]) -> str:

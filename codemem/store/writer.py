@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 import msgspec
@@ -106,7 +106,7 @@ class GroupWriter:
             if self._settle(upserts, lambda: self.store.upsert(rows), resolve=not stale) and stale:
                 self._settle(upserts, lambda: self.store.delete_ids(stale), resolve=True)
 
-    def _settle(self, group: list[tuple[WriteOp, Future[None]]], action: Callable[[], None], resolve: bool) -> bool:
+    def _settle(self, group: Sequence[tuple[WriteOp, Future[None]]], action: Callable[[], None], resolve: bool) -> bool:
         """Run one commit for `group`; on failure each caller gets the error. With `resolve`,
         callers are answered on success too (else a further commit of theirs follows)."""
         try:

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 import pytest
 from litestar.testing import TestClient
 
-from api.memoryarena import memory_line, wrap_prompt
-from codemem.chunks import Recalled
+from api.app import create_app
+from api.memoryarena import MemoryArenaSettings, memory_line, wrap_prompt
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
+from codemem.text_memories import Recalled
 from tests.conftest import make_client
 
 SYSTEM = "codemem"
@@ -176,9 +177,7 @@ def test_delete_user_also_forgets_the_initialization(client: TestClient) -> None
 
 @pytest.fixture
 def tight_client(settings: Settings, memory: Memory) -> Iterator[TestClient]:
-    tight = settings.replace(memoryarena_token_budget=30, memoryarena_top_k=3)
-    memory.settings = tight
-    with make_client(tight, memory) as c:
+    with TestClient(create_app(settings, memory, MemoryArenaSettings(top_k=3, token_budget=30))) as c:
         yield c
 
 
@@ -190,8 +189,8 @@ def test_token_budget_and_top_k_bound_the_memories(tight_client: TestClient) -> 
     assert len(lines) == 1 and "GADGET-3-" in lines[0]  # the best one always, nothing past 30 tokens
 
 
-def test_three_memories_at_most_with_top_k_3(tight_client: TestClient, memory: Memory) -> None:
-    memory.settings = memory.settings.replace(memoryarena_token_budget=0)
+def test_three_memories_at_most_with_top_k_3(tight_client: TestClient) -> None:
+    tight_client.app.state.memoryarena = MemoryArenaSettings(top_k=3, token_budget=0)
     init(tight_client, "k")
     for i in range(5):
         add(tight_client, "k", entry(f"step {i}", f"RESULT-{i}"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codemem.answer import Shape, build
 from codemem.ranking.assemble import Group
-from codemem.store.lance import Candidate
+from codemem.ranking.types import Candidate
 
 
 def _row(item_id: str, kind: str, text: str, session: str = "s1") -> dict[str, object]:

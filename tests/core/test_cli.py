@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codemem.cli import main, parse_age
+from cli.main import main, parse_age
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory

@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from codemem.cli import main
+from cli.main import main
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.ingest import ingest_git, ingest_transcripts, transcript_requests

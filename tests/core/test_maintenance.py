@@ -27,7 +27,8 @@ class FakeStore:
     def version(self) -> int:
         return self.versions
 
-    def rows(self, where: str, columns: list[str], limit: int = 0) -> list[dict[str, object]]:
+    def session_rows(self, session_key: str, kinds: list[str], columns: list[str],
+                     user_key: str | None = None) -> list[dict[str, object]]:
         self.reads += 1
         return [
             {"role": m.role, "text": m.text, "content": "", "timestamp": None, "created_at": 0,

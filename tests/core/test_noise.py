@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from codemem.chunks import Chunks
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message, SearchRequest
-from codemem.ranking.assemble import group
+from codemem.ranking.assemble import group_by_session
+from codemem.text_memories import TextMemories
 
 
 def _card_id(key: str) -> str:
@@ -20,10 +20,10 @@ def _card_id(key: str) -> str:
 
 def test_group_drops_sessions_below_the_floor_and_always_keeps_the_best() -> None:
     scores = {"a": 0.8, "b": 0.3, "c": 0.2}
-    assert [g.session_key for g in group([], scores, _card_id, 10, floor=0.3)] == ["a", "b"]  # 0.2 < 0.24
-    assert [g.session_key for g in group([], scores, _card_id, 10, floor=0.0)] == ["a", "b", "c"]
-    assert [g.session_key for g in group([], {"a": 0.01}, _card_id, 10, floor=1.0)] == ["a"]
-    assert group([], {}, _card_id, 10, floor=0.3) == []
+    assert [g.session_key for g in group_by_session([], scores, _card_id, 10, floor=0.3)] == ["a", "b"]  # 0.2 < 0.24
+    assert [g.session_key for g in group_by_session([], scores, _card_id, 10, floor=0.0)] == ["a", "b", "c"]
+    assert [g.session_key for g in group_by_session([], {"a": 0.01}, _card_id, 10, floor=1.0)] == ["a"]
+    assert group_by_session([], {}, _card_id, 10, floor=0.3) == []
 
 
 @pytest.mark.parametrize("floor", [-0.1, 1.5])
@@ -64,7 +64,7 @@ def test_unrelated_experiences_are_left_out_unless_the_floor_is_off(tmp_path: Pa
 
 def test_memoryarena_recall_keeps_every_chunk_the_budget_allows(memory: Memory) -> None:
     """A user's chunks are the earlier subtasks of one task: any may be a dependency."""
-    chunks = Chunks(memory)
+    chunks = TextMemories(memory)
     chunks.initialize("runner")
     for text in [" ".join(FIX), *UNRELATED]:
         chunks.add("runner", text)

@@ -7,7 +7,7 @@ from pathlib import Path
 import git
 import pytest
 
-from codemem.cli import build_parser
+from cli.main import build_parser
 from codemem.config import Settings, agent_defaults
 from codemem.repo_id import normalise_remote, repo_user_id
 

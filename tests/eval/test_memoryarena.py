@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from litestar.testing import TestClient
 
-from codemem.memory import Memory
+from api.memoryarena import MemoryArenaSettings
 from eval.memoryarena import Task, fold, load_tasks, memories, replay_all, score, summarise, table
 from tests.conftest import make_client
 
@@ -48,8 +48,8 @@ def test_replay_of_the_sample_finds_every_earlier_answer(client: TestClient) -> 
     assert "| progressive_search | 2 | 9 | 1.00 | 1.00 | 1.00 |" in table(summary)
 
 
-def test_a_tight_budget_loses_dependencies_and_the_score_shows_it(client: TestClient, memory: Memory) -> None:
-    memory.settings = memory.settings.replace(memoryarena_token_budget=40)
+def test_a_tight_budget_loses_dependencies_and_the_score_shows_it(client: TestClient) -> None:
+    client.app.state.memoryarena = MemoryArenaSettings(token_budget=40)
     tasks = [t for t in load_tasks([SAMPLE]) if t.domain == "progressive_search"]
     s = summarise(replay_all(client, tasks))["progressive_search"]
     assert s["dependency_recall"] < 0.6 and s["all_dependencies_present"] < 0.5

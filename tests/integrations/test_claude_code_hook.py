@@ -106,7 +106,7 @@ def test_a_transcript_is_stored_once_and_its_longer_version_adds_only_the_tail(
 
 def _hook(stdin: bytes, *args: str, data_dir: Path, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "codemem.cli", "hook", "claude-code", "--data-dir", str(data_dir), *args],
+        [sys.executable, "-m", "cli", "hook", "claude-code", "--data-dir", str(data_dir), *args],
         input=stdin, capture_output=True, timeout=timeout, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )

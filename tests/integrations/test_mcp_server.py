@@ -120,7 +120,7 @@ def talk(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> 
     workdir = base / "widgets"
     git.Repo.init(workdir).create_remote("origin", "git@github.com:acme/widgets.git")
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "codemem.cli", "mcp", "--data-dir", str(base / "data")],
+        command=sys.executable, args=["-m", "cli", "mcp", "--data-dir", str(base / "data")],
         env={"PYTHONPATH": str(ROOT), "CODEMEM_COMPACT_INTERVAL_S": "0"}, cwd=workdir,
     )
     log = base / "server.log"
@@ -207,7 +207,7 @@ async def _over_http(url: str) -> tuple[set[str], CallToolResult]:
 def test_the_same_tools_over_streamable_http(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codemem.cli", "mcp", "--transport", "http", "--port", str(port),
+        [sys.executable, "-m", "cli", "mcp", "--transport", "http", "--port", str(port),
          "--data-dir", str(tmp_path / "data")],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

@@ -44,7 +44,7 @@ class Recalled(msgspec.Struct):
     score: float
 
 
-class Chunks:
+class TextMemories:
     """Registration, Add and recall of text chunks over one `Memory` (stateless itself)."""
 
     def __init__(self, memory: Memory) -> None:
@@ -63,7 +63,7 @@ class Chunks:
 
     def registered(self, user_id: str) -> bool:
         require_text(user_id, "user_id")
-        return self.memory.store.exists(f"user_key = '{key_of(user_id)}' AND kind = '{REGISTRATION}'")
+        return self.memory.store.has_kind(key_of(user_id), REGISTRATION)
 
     def _require_registered(self, user_id: str) -> None:
         if not self.registered(user_id):
@@ -91,7 +91,8 @@ class Chunks:
         # No relevance floor: a user's chunks are the earlier subtasks of one task, each a
         # possible dependency even when it shares few words with the question; the budget
         # bounds the prompt.
-        hits = self.memory.search(SearchRequest(user_id=user_id, query=question, top_k=top_k), relevance_floor=0.0)
+        config = self.memory.search_config.replace(relevance_floor=0.0)
+        hits = self.memory.search(SearchRequest(user_id=user_id, query=question, top_k=top_k), config)
         found = _fit(self._texts(user_id, hits), budget_tokens * CHARS_PER_TOKEN)
         return found[:top_k]
 
@@ -102,17 +103,14 @@ class Chunks:
         for h in hits:
             scores.setdefault(h.session_id, h.score)
         keys = {key_of(user_id, sid): sid for sid in scores if sid.startswith(SESSION_PREFIX)}
-        rows = self.memory.store.rows(
-            f"user_key = '{key_of(user_id)}' AND kind = 'message' AND session_key IN ({_quoted(keys)})",
-            columns=["session_key", "text", "created_at"],
-        ) if keys else []
+        rows = self.memory.store.sessions_messages(key_of(user_id), keys, columns=["session_key", "text", "created_at"])
         chunks = {keys[str(r["session_key"])]: r for r in rows}
         max_chars = self.memory.settings.max_item_chars
         out: list[Recalled] = []
         cards = {h.session_id: h for h in hits if h.metadata.get("kind") == "card"}
         for sid, score in scores.items():
             if sid in chunks:
-                text, created = str(chunks[sid]["text"]), int(chunks[sid]["created_at"])  # type: ignore[call-overload]
+                text, created = str(chunks[sid]["text"]), int(chunks[sid]["created_at"])
             elif sid in cards and isinstance(cards[sid].content, str):
                 # A session stored by a plain Add (not a chunk): its card is its compact form.
                 text, created = str(cards[sid].content), _ms(cards[sid].created_at)
@@ -139,11 +137,6 @@ def _fit(found: list[Recalled], max_chars: int) -> list[Recalled]:
 
 def _registration_id(user_id: str) -> str:
     return "r_" + key_of(user_id)[:24]
-
-
-def _quoted(keys: dict[str, str]) -> str:
-    """Session keys for an `IN (...)` filter: hex digests only, so safe in an expression."""
-    return ", ".join(f"'{k}'" for k in keys if k.isalnum())
 
 
 def _ms(iso: str) -> int:

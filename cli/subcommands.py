@@ -1,11 +1,14 @@
-"""What each `codemem` subcommand does, given the settings and its parsed arguments."""
+"""What each `codemem` subcommand does, given the settings and its parsed arguments.
+
+Heavy modules (LanceDB, the model, the HTTP and MCP edges) are imported by the subcommand
+that needs them, so `codemem hook` answers quickly."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import textwrap
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -21,7 +24,6 @@ if TYPE_CHECKING:
 def serve(settings: Settings, args: argparse.Namespace) -> int:
     """Serve the HTTP API; with several workers, each is a process with its own Memory over
     the same data, reading its settings back from the environment."""
-    # The CLI is the composition root: the one place that joins the core to its HTTP edge.
     import uvicorn
 
     from api.app import create_app
@@ -29,7 +31,7 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
     print(f"codemem serving on http://{settings.host}:{settings.port} (data: {settings.data_dir}, "
           f"workers: {settings.workers}, auth: {'API key' if settings.api_key else 'open'})", file=sys.stderr)
-    common = {"host": settings.host, "port": settings.port, "log_config": log_config(settings),
+    common: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_config": log_config(settings),
               "access_log": False, "timeout_graceful_shutdown": 30}
     if settings.workers <= 1:
         uvicorn.run(create_app(settings), **common)
@@ -130,8 +132,7 @@ def mcp(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def hook(settings: Settings, args: argparse.Namespace) -> int:
-    # One agent so far: the parser accepts `hook claude-code` only.
+def hook_claude_code(settings: Settings, args: argparse.Namespace) -> int:
     from integrations.claude_code_hook import run_hook
 
     return run_hook(settings, wait=args.wait)

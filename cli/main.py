@@ -1,12 +1,18 @@
-"""The `codemem` command: a thin shell over the same objects the server uses."""
+"""The `codemem` command: a thin shell over the same objects the server uses.
+
+This package sits above the core, as the composition root: it is the one place that joins
+`codemem` to its edges (`api` for `serve`, `integrations` for `mcp` and `hook`). Each
+subparser names the function that runs it (`set_defaults(handler=...)`, in
+`cli/subcommands.py`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
 from datetime import UTC, datetime, timedelta
 
+from cli import subcommands
 from codemem.config import Settings, agent_defaults
 
 _AGE = re.compile(r"^(\d+)\s*([smhdw])$")
@@ -34,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the HTTP service (Add/Search contract)")
+    serve.set_defaults(handler=subcommands.serve)
     serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
     serve.add_argument("--workers", type=int, default=None,
@@ -41,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     _data_dir(serve)
 
     search = sub.add_parser("search", help="search a user's memory and print ranked results")
+    search.set_defaults(handler=subcommands.search)
     _data_dir(search)
     search.add_argument("--user-id", required=True)
     search.add_argument("--top-k", type=int, default=5)
@@ -48,16 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
 
     purge = sub.add_parser("purge", help="delete every memory older than an age, for all users")
+    purge.set_defaults(handler=subcommands.purge)
     _data_dir(purge)
     purge.add_argument("--older-than", type=parse_age, required=True, help="e.g. 30d, 12h")
 
     transcripts = sub.add_parser("ingest-transcripts", help="import Claude Code JSONL transcripts")
+    transcripts.set_defaults(handler=subcommands.ingest_transcripts)
     _data_dir(transcripts)
     transcripts.add_argument("--user-id", required=True)
     transcripts.add_argument("--chunk", type=int, default=50, help="messages per Add (default 50)")
     transcripts.add_argument("paths", nargs="+", help="JSONL files, directories of them, or .tar.xz archives")
 
     git = sub.add_parser("ingest-git", help="import a git repository's history, one experience per commit")
+    git.set_defaults(handler=subcommands.ingest_git)
     _data_dir(git)
     git.add_argument("--user-id", required=True)
     git.add_argument("--since", type=parse_date, default=None, help="only commits after this date (YYYY-MM-DD)")
@@ -65,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     git.add_argument("repo", help="path to the repository")
 
     delete = sub.add_parser("delete-user", help="delete every memory of one user_id")
+    delete.set_defaults(handler=subcommands.delete_user)
     _data_dir(delete)
     delete.add_argument("--user-id", required=True)
 
@@ -75,11 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stdio (an agent starts the server) or http (streamable HTTP at /mcp)")
     mcp.add_argument("--host", default=None, help="bind address with --transport http (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=None, help="port with --transport http (default 8000)")
-    mcp.set_defaults(agent=True)
+    mcp.set_defaults(handler=subcommands.mcp, agent=True)
 
     hook = sub.add_parser("hook", help="capture an agent's sessions into its repository's memory")
     agents = hook.add_subparsers(dest="agent_name", required=True)
     claude = agents.add_parser("claude-code", help="ingest the transcript named by a Claude Code hook payload on stdin")
+    claude.set_defaults(handler=subcommands.hook_claude_code)
     _data_dir(claude, _AGENT_DATA)
     claude.add_argument("--wait", action="store_true",
                         help="ingest before exiting (default: check the payload, then ingest in a background process)")
@@ -101,14 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=args.data_dir, host=getattr(args, "host", None), port=getattr(args, "port", None),
         workers=getattr(args, "workers", None),
     )
-    from codemem import commands
-
-    handler = getattr(commands, args.command.replace("-", "_"))
     try:
-        return int(handler(settings, args) or 0)
+        return int(args.handler(settings, args) or 0)
     except KeyboardInterrupt:
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Search configurations: every knob of a Search in one named, typed value.
+
+`Memory.search` reads one `SearchConfig`; `DEFAULT_SEARCH` is the one the service runs
+(its relevance floor and candidate depth can be set from the environment, see
+`codemem.config.Settings`). An evaluation varies a search by passing another configuration
+(`Memory(settings, search=...)` or `Memory.search(req, config=...)`), never by patching
+module constants. The pattern is graphiti's search recipes (`HYBRID_RRF = SearchConfig(...)`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    # Retrievers: how many candidates each hands to fusion, and its weight in the fusion of
+    # session rankings.
+    candidates: int
+    lexical_weight: float
+    dense_weight: float
+    refs_weight: float
+    # Reciprocal-rank constants: item-level fusion (which orders each session's evidence)
+    # and session-level fusion (which ranks experiences).
+    item_rrf_k: int
+    session_rrf_k: int
+    # Experiences scoring below this share of the best one's fused score are left out.
+    relevance_floor: float
+    # Evidence inlined under the best experience's card, and under each of the others:
+    # characters, and how many evidence items are read for it.
+    first_evidence_chars: int
+    evidence_chars: int
+    first_evidence_items: int
+    evidence_items: int
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.relevance_floor <= 1.0:
+            raise ValueError(f"relevance_floor must be between 0 and 1, not {self.relevance_floor}")
+
+    def replace(self, **changes: object) -> SearchConfig:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+DEFAULT_SEARCH = SearchConfig(
+    candidates=200,
+    lexical_weight=1.0,
+    # The query's nearest cards (task to task) weigh more than its BM25 and reference
+    # matches: measured on the 62 labelled SWE-ContextBench tasks (eval/replay.py).
+    dense_weight=1.5,
+    refs_weight=1.0,
+    # Cormack et al.'s k for items: robust to the retrievers' incomparable scores.
+    item_rrf_k=60,
+    # Small k for sessions: the first places of each retriever's session ranking carry the
+    # signal.
+    session_rrf_k=3,
+    # Replay (62 labelled tasks, all 300 trajectories): the lowest gold experience found
+    # scored 0.37 of the best; at 0.3 the median answer names 9 experiences instead of 14
+    # and no gold experience is cut. 0 keeps all that top_k and the budget allow.
+    relevance_floor=0.3,
+    # Enough that a reader whose window holds only the first ~8k tokens gets the best
+    # experience whole (replay: the gold share of the first 8k tokens is 0.55 at 60k
+    # characters against 0.39 at 24k, with the same hit@k).
+    first_evidence_chars=60_000,
+    evidence_chars=4_000,
+    first_evidence_items=20,
+    evidence_items=3,
+)
