@@ -1,6 +1,6 @@
 """Ingest throughput through the HTTP Add path: all 300 shared trajectories, then searches.
 
-    python -m eval.ingest_bench [--data ../shared/data/swe-contextbench-lite] [--chunk 34]
+    python -m eval.ingest_bench [--data DIR (default eval/_paths.py SWE_LITE)] [--chunk 34]
                                 [--concurrency 8] [--limit N] [--out eval/results/ingest.json]
 
 Each trajectory is rendered with codemem's Claude Code renderer and sent as Adds of
