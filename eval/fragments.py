@@ -35,6 +35,7 @@ os.environ.setdefault("LANCE_LOG", "error")
 import httpx  # noqa: E402
 
 from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import header as provenance_header  # noqa: E402
 from eval._server import post_retrying, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
 from eval.latency import (  # noqa: E402
     RESULTS,
@@ -213,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".md").write_text(
         f"# codemem fragments / compaction check ({', '.join(c['date_utc'] for c in conds)}, "  # type: ignore[index]
         f"{conds[-1]['cpu_count']} cores; 1-min load at the end of each measurement: {loads})\n\n"  # type: ignore[index]
+        f"{provenance_header(finish(prov))}\n\n"
         f"`{prov['command']}`"
         f" (phases run: {', '.join(sorted(k[11:] for k in result if k.startswith('conditions_')))}; "
         f"server restarts: A {result['A_adds']['server_restarts']}, C {result['C_adds']['server_restarts']}; "  # type: ignore[index]

@@ -25,7 +25,8 @@ import pytest
 
 from eval._paths import REPO_ROOT
 from eval._provenance import PROVENANCE_KEYS
-from tests.shared_data import SWE_LITE, SWE_LITE_TAR, require
+from tests.conftest import needs_swe_lite
+from tests.shared_data import SWE_LITE, SWE_LITE_TAR
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "memoryarena"
 TIMEOUT_S = 420
@@ -98,12 +99,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
                     proc.kill()
 
 
-def _run(runs: dict[str, Run], name: str) -> Run:
-    if PIPELINES[name][0]:
-        require(SWE_LITE_TAR)
-    return runs[name]
-
-
 def _has_provenance(result: dict, module: str) -> None:
     prov = result["provenance"]
     assert set(PROVENANCE_KEYS) <= set(prov), prov
@@ -118,8 +113,9 @@ def _has_provenance(result: dict, module: str) -> None:
     assert prov["wall_s"] > 0
 
 
+@needs_swe_lite  # set up before `runs`: without the data, nothing is started for this test
 def test_replay_smoke(runs: dict[str, Run]) -> None:
-    run = _run(runs, "replay")
+    run = runs["replay"]
     result = run.result()
     _has_provenance(result, "eval.replay")
     assert result["service"]["ingest"]["n_errors"] == 0 and not result["contract_notes"]
@@ -137,8 +133,9 @@ def test_replay_smoke(runs: dict[str, Run]) -> None:
     assert (run.out / "replay.png").stat().st_size > 0
 
 
+@needs_swe_lite
 def test_latency_smoke(runs: dict[str, Run]) -> None:
-    result = _run(runs, "latency").result()
+    result = runs["latency"].result()
     _has_provenance(result, "eval.latency")
     (cp,) = result["checkpoints"]
     assert cp["items"] == 40 and cp["add"]["n_errors"] == 0 and cp["add"]["latency_ms"]["n"] == 2
@@ -147,8 +144,9 @@ def test_latency_smoke(runs: dict[str, Run]) -> None:
     assert (runs["latency"].out / "latency.md").exists()
 
 
+@needs_swe_lite
 def test_load_smoke(runs: dict[str, Run]) -> None:
-    result = _run(runs, "load").result()
+    result = runs["load"].result()
     _has_provenance(result, "eval.load")
     assert result["preloaded_messages"] >= 40
     assert result["sustained"]["add"]["requests"] > 0 and result["sustained"]["search"]["requests"] > 0
@@ -159,7 +157,7 @@ def test_load_smoke(runs: dict[str, Run]) -> None:
 
 
 def test_memoryarena_smoke(runs: dict[str, Run]) -> None:
-    result = _run(runs, "memoryarena").result()
+    result = runs["memoryarena"].result()
     _has_provenance(result, "eval.memoryarena")
     assert result["errors"] == []
     assert set(result["domains"]) == {"formal_reasoning_math", "formal_reasoning_phys", "bundled_shopping",
