@@ -88,7 +88,9 @@ def provenance(module: str, argv: Sequence[str] | None = None) -> dict[str, obje
 def finish(prov: dict[str, object]) -> dict[str, object]:
     """The provenance with the load at the end and the run's wall time, ready for JSON."""
     out = {k: v for k, v in prov.items() if k != "_t0"}
-    out["machine"] = dict(prov["machine"]) | {"loadavg_at_end": [round(x, 2) for x in os.getloadavg()]}  # type: ignore[arg-type]
+    machine = prov["machine"]
+    assert isinstance(machine, dict)
+    out["machine"] = {**machine, "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]}
     t0 = prov.get("_t0")
     out["wall_s"] = round(time.perf_counter() - t0, 1) if isinstance(t0, float) else None
     return out
