@@ -18,10 +18,11 @@ from typing import Any
 
 import msgspec
 
+from eval._paths import SWE_LITE
 from eval._replay_metrics import content_text
 
 RENDERINGS = ("default", "plain", "noreasoning")
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-contextbench-lite"
+DEFAULT_DATA = SWE_LITE
 
 
 class Message(msgspec.Struct, omit_defaults=True):

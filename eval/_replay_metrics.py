@@ -1,7 +1,14 @@
 """Trajectory-level retrieval metrics of the replay, shared by codemem and the baselines so
 every system is scored by the same code.
 
-A returned item counts as gold when its `session_id` is one of the task's gold trajectories.
+Every system's answer is a list of items (codemem: cards and evidence; BM25 over messages:
+messages; MiniLM: chunks; BM25 over trajectories: whole trajectories), each from one
+trajectory (`session_id`). The ranking figures are taken at trajectory level for all of them
+alike: the answer is reduced to its distinct trajectories in order of first appearance;
+hit@k = a gold trajectory among the first k of those, MRR = 1 / the rank of the first gold
+one, found = any gold trajectory anywhere in the answer. So a system that returns many items
+of one trajectory gains nothing over one that returns the trajectory once. The item position
+of the first gold item is kept too (`gold_item_rank`, `item_mrr`), for the record only.
 Tokens are approximated as characters / 4 of an item's text (a string, or the text parts of
 a content-part list): cheap, model-free, and the same for every system.
 """
@@ -35,8 +42,8 @@ class QueryScore:
     items: int
     sessions: int
     tokens_total: float
-    gold_rank: int | None  # 1-based item position of the first gold item
-    gold_session_rank: int | None  # 1-based position among distinct session_ids
+    gold_rank: int | None  # 1-based rank of the first gold trajectory among distinct trajectories
+    gold_item_rank: int | None  # 1-based item position of the first gold item (for the record)
     tokens_before_gold: float | None
     gold_share_8k: float | None  # None when the task has no gold in this memory (absent)
     latency_ms: float
@@ -59,16 +66,15 @@ def first_gold_rank(items: Sequence[Item], gold: frozenset[str]) -> int | None:
     return next((i for i, it in enumerate(items, 1) if it.session_id in gold), None)
 
 
+def distinct_trajectories(items: Sequence[Item]) -> list[str]:
+    """The answer at trajectory level: its session_ids in order of first appearance."""
+    return list(dict.fromkeys(it.session_id for it in items))
+
+
 def first_gold_session_rank(items: Sequence[Item], gold: frozenset[str]) -> int | None:
-    """Rank among distinct sessions, in order of first appearance: what a reader who skips
-    repeated sources would see."""
-    seen: list[str] = []
-    for it in items:
-        if it.session_id not in seen:
-            seen.append(it.session_id)
-            if it.session_id in gold:
-                return len(seen)
-    return None
+    """Rank of the first gold trajectory among the answer's distinct trajectories: what a
+    reader who skips repeated sources sees, and the rank every system is scored by."""
+    return next((i for i, s in enumerate(distinct_trajectories(items), 1) if s in gold), None)
 
 
 def tokens_before(items: Sequence[Item], rank: int | None) -> float | None:
@@ -100,12 +106,12 @@ def reciprocal_rank(rank: int | None) -> float:
 def score_query(system: str, condition: str, task: str, items: Sequence[Item], gold: frozenset[str],
                 latency_ms: float) -> QueryScore:
     """All figures of one result list; `gold` empty for the absent condition."""
-    rank = first_gold_rank(items, gold) if gold else None
+    item_rank = first_gold_rank(items, gold) if gold else None
     return QueryScore(
         system=system, condition=condition, task=task, items=len(items), sessions=len({i.session_id for i in items}),
-        tokens_total=sum(i.tokens for i in items), gold_rank=rank,
-        gold_session_rank=first_gold_session_rank(items, gold) if gold else None,
-        tokens_before_gold=tokens_before(items, rank), gold_share_8k=gold_share(items, gold) if gold else None,
+        tokens_total=sum(i.tokens for i in items), gold_rank=first_gold_session_rank(items, gold) if gold else None,
+        gold_item_rank=item_rank,
+        tokens_before_gold=tokens_before(items, item_rank), gold_share_8k=gold_share(items, gold) if gold else None,
         latency_ms=latency_ms,
     )
 
@@ -117,11 +123,12 @@ class Summary:
     system: str
     condition: str
     queries: int
-    hit1: float | None
+    hit1: float | None  # trajectory level, like hit5 and mrr
     hit5: float | None
     mrr: float | None
-    session_mrr: float | None
-    found: int  # queries with any gold item returned
+    item_mrr: float | None  # by item position, for the record
+    found: int  # queries with any gold trajectory anywhere in the answer
+    found_share: float | None  # found / queries with gold in memory
     tokens_before_gold_p50: float | None  # over queries where gold was found
     gold_share_8k: float | None  # mean
     tokens_total_p50: float | None
@@ -160,8 +167,9 @@ def summarize(scores: Sequence[QueryScore]) -> Summary:
         system=s0.system, condition=s0.condition, queries=len(scores),
         hit1=_mean([hit_at(r, 1) for r in ranks]), hit5=_mean([hit_at(r, 5) for r in ranks]),
         mrr=_mean([reciprocal_rank(r) for r in ranks]),
-        session_mrr=_mean([reciprocal_rank(s.gold_session_rank) for s in ranked]),
+        item_mrr=_mean([reciprocal_rank(s.gold_item_rank) for s in ranked]),
         found=sum(r is not None for r in ranks),
+        found_share=_mean([float(r is not None) for r in ranks]),
         tokens_before_gold_p50=percentile(before, 50),
         gold_share_8k=_mean([s.gold_share_8k for s in ranked if s.gold_share_8k is not None]),
         tokens_total_p50=percentile([s.tokens_total for s in scores], 50),

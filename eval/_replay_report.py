@@ -8,15 +8,27 @@ from pathlib import Path
 from eval._replay_data import CONDITION_KINDS
 from eval._replay_metrics import TOKEN_NOTE, WINDOW_TOKENS, Summary
 
-HEAD = ["system", "condition", "n", "hit@1", "hit@5", "MRR", "sessMRR", "found", "tok<gold p50", "gold%8k",
-        "tok total p50", "items p50", "sess p50", "p50 ms", "p95 ms"]
+HEAD = ["system", "condition", "n", "hit@1", "hit@5", "MRR", "found", "itemMRR", "tok<gold p50", "gold%8k",
+        "tok total p50", "items p50", "sess p50", "p50 ms", "p95 ms", "latency"]
 
-LEGEND = (f"{TOKEN_NOTE}. hit@k / MRR: rank of the first item whose session_id is a gold trajectory, by item "
-          "position (0 when none); sessMRR: the same rank counted among distinct session_ids; found: queries with any "
-          f"gold item; tok<gold: tokens returned before the first gold item (median over found queries); gold%8k: "
+# How each system's latency was taken: they are not the same measurement.
+HTTP = "HTTP"
+IN_PROCESS = "in-process"
+
+LEGEND = (f"{TOKEN_NOTE}. Every system is scored at trajectory level by the same code: its answer is reduced to "
+          "its distinct trajectories (session_ids) in order of first appearance; hit@k: a gold trajectory among the "
+          "first k of them; MRR: 1 / rank of the first gold trajectory (0 when none); found: queries whose answer "
+          "holds any gold trajectory at all (count and share); itemMRR: MRR by item position, for the record; "
+          "tok<gold: tokens returned before the first gold item (median over found queries); gold%8k: "
           f"mean share of gold tokens in the first {WINDOW_TOKENS:,} tokens returned; tok total / items / sess: medians "
-          "per query; absent: nothing relevant is in memory, so only sizes count. Latency: codemem = Search end to "
-          "end over HTTP (client-measured); baselines = in-process query time (tokenize/embed + score).")
+          "per query; absent: nothing relevant is in memory, so only sizes count. Latency is not comparable across "
+          f"the column 'latency': {HTTP} = codemem's Search end to end over HTTP on loopback, measured by the client "
+          f"(query embedding, store, answer building, JSON, HTTP); {IN_PROCESS} = a baseline's query in this process "
+          "(tokenize or embed the query, score its prebuilt index), no HTTP, no answer building.")
+
+
+def latency_kind(system: str) -> str:
+    return HTTP if system == "codemem" else IN_PROCESS
 
 
 def _f(v: float | None, fmt: str) -> str:
@@ -24,10 +36,11 @@ def _f(v: float | None, fmt: str) -> str:
 
 
 def row(s: Summary) -> list[str]:
+    found = "-" if s.found_share is None else f"{s.found} ({s.found_share:.0%})"
     return [s.system, s.condition, str(s.queries), _f(s.hit1, ".2f"), _f(s.hit5, ".2f"), _f(s.mrr, ".3f"),
-            _f(s.session_mrr, ".3f"), "-" if s.hit1 is None else str(s.found), _f(s.tokens_before_gold_p50, ",.0f"),
+            found, _f(s.item_mrr, ".3f"), _f(s.tokens_before_gold_p50, ",.0f"),
             _f(s.gold_share_8k, ".2f"), _f(s.tokens_total_p50, ",.0f"), _f(s.items_p50, ".0f"), _f(s.sessions_p50, ".0f"),
-            _f(s.latency_p50_ms, ".1f"), _f(s.latency_p95_ms, ".1f")]
+            _f(s.latency_p50_ms, ".1f"), _f(s.latency_p95_ms, ".1f"), latency_kind(s.system)]
 
 
 def ordered(summaries: Sequence[Summary]) -> list[Summary]:
@@ -39,13 +52,13 @@ def ordered(summaries: Sequence[Summary]) -> list[Summary]:
 def text_table(summaries: Sequence[Summary]) -> str:
     rows = [HEAD] + [row(s) for s in ordered(summaries)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+    lines = ["  ".join(c.ljust(w) if i < 2 or i == len(HEAD) - 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in rows]
     return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
 
 
 def markdown_table(summaries: Sequence[Summary]) -> str:
-    lines = ["| " + " | ".join(HEAD) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(HEAD) - 2)) + "|"]
+    lines = ["| " + " | ".join(HEAD) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(HEAD) - 3) + ["---"]) + "|"]
     lines += ["| " + " | ".join(row(s)) + " |" for s in ordered(summaries)]
     return "\n".join(lines)
 
@@ -90,6 +103,7 @@ def plot(summaries: Sequence[Summary], path: Path, title: str) -> None:
     ax.set_xticks(range(len(conds)), conds)
     ax.set_yscale("log")
     ax.set_title("tokens returned per query (median, chars/4, log scale)")
+    axes.flat[0].set_ylabel("trajectory level, same code for all")
     ax.grid(axis="y", alpha=0.3)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(systems), fontsize=9)

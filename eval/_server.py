@@ -224,8 +224,8 @@ def running_server(
     child_env.update(env or {})
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     root = str(Path(source).resolve()) if source else str(REPO_ROOT)
-    if source:
-        child_env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    # The server runs the code of this checkout (or of `source`), whatever is installed.
+    child_env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
     # Loopback only: keep any proxy settings away from the server too.
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         child_env.pop(var, None)

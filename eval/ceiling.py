@@ -27,14 +27,16 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+from eval._paths import RESULTS
+from eval._provenance import finish, provenance
+from eval._provenance import header as provenance_header
 from eval._replay_baselines import DenseChunks, Tokenizer, message_index, trajectory_index
 from eval._replay_data import DEFAULT_DATA, Task, Trajectory, iter_trajectories, load_tasks
-from eval.replay import DEFAULT_CACHE, REPO_ROOT
+from eval.replay import DEFAULT_CACHE
 
 Ranking = list[str]  # trajectory ids, best first
 WEIGHTS = (0.0, 0.5, 1.0, 2.0)
@@ -127,11 +129,12 @@ def signal_rankings(tasks: Sequence[Task], trajs: Sequence[Trajectory], cache: P
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--replay", type=Path, default=REPO_ROOT / "eval" / "results" / "replay.json",
+    p.add_argument("--replay", type=Path, default=RESULTS / "replay.json",
                    help="a replay JSON whose noisy-all codemem rankings join the fusion")
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE / "dense-default-minilm-256.npz")
-    p.add_argument("--out", type=Path, default=REPO_ROOT / "eval" / "results" / "ceiling")
+    p.add_argument("--out", type=Path, default=RESULTS / "ceiling")
     args = p.parse_args(argv)
+    prov = provenance("eval.ceiling", argv)
 
     tasks = load_tasks(args.data)
     trajs = list(iter_trajectories(args.data, "default"))
@@ -164,8 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             audit.append({"task": task.instance_id, "first": top, "gold": sorted(task.gold)})
 
     result = {
-        "run": {"at": datetime.now(UTC).isoformat(timespec="seconds"), "tasks": len(tasks),
-                "trajectories": len(trajs), "replay": str(args.replay)},
+        "provenance": finish(prov),
+        "run": {"tasks": len(tasks), "trajectories": len(trajs), "replay": str(args.replay),
+                "replay_provenance": replay.get("provenance") or replay.get("run", {}).get("git_head")},
         "signals": {n: asdict(f) for n, f in single.items()},
         "fusion_in_sample": {"weights": weights, "k": k, **asdict(in_sample)},
         "fusion_held_out_by_repo": {**asdict(out_of_sample), "splits": splits},
@@ -184,8 +188,9 @@ def report(result: dict[str, object], single: dict[str, Figures], in_sample: Fig
     fusion = result["fusion_in_sample"]
     lines = [
         "# Fusion ceiling (noisy-all, links_dev.json)", "",
-        f"{result['run']['at']}; {n} labelled tasks, all {result['run']['trajectories']} trajectories in memory.", "",
-        "`python -m eval.ceiling` (after `python -m eval.replay`)", "",
+        f"{provenance_header(result['provenance'])}; {n} labelled tasks, all {result['run']['trajectories']} "
+        "trajectories in memory.", "",
+        f"`{result['provenance']['command']}` (after `python -m eval.replay`)", "",
         "| ranking | hit@1 | hit@5 | MRR |", "|---|---:|---:|---:|",
     ]
     lines += [f"| {name} | {f.hit1:.2f} | {f.hit5:.2f} | {f.mrr:.3f} |" for name, f in single.items()]

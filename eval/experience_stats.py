@@ -16,6 +16,7 @@ Usage: python eval/experience_stats.py [path/to/trajectories.tar.xz]
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import statistics
@@ -25,12 +26,17 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from codemem.experience import build_experience
-from codemem.experience.paths import is_scratch_name
-from codemem.models import Message
-from codemem.transcripts import render_claude_code_events
+if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-DEFAULT_TAR = Path("/work/shared/data/swe-contextbench-lite/trajectories.tar.xz")
+from codemem.experience import build_experience  # noqa: E402
+from codemem.experience.paths import is_scratch_name  # noqa: E402
+from codemem.models import Message  # noqa: E402
+from codemem.transcripts import render_claude_code_events  # noqa: E402
+from eval._paths import RESULTS, SWE_LITE_TAR  # noqa: E402
+from eval._provenance import finish, provenance  # noqa: E402
+
+DEFAULT_TAR = SWE_LITE_TAR
 _GIT_DIFF = re.compile(r"\bgit\b(?:\s+-C\s+\S+|\s+--no-pager|\s+-c\s+\S+)*\s+diff\b")
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
 _SECTION = re.compile(r"^diff --git ", re.M)
@@ -110,7 +116,7 @@ def _only_committed_scratch(edits: list[str], patch: list[str]) -> bool:
     return set(edits) <= set(patch) and bool(extra) and all(is_scratch_name(f) for f in extra)
 
 
-def main(tar_path: Path) -> None:
+def stats(tar_path: Path) -> dict[str, object]:
     sizes: list[int] = []
     steps: list[int] = []
     kinds: Counter[str] = Counter()
@@ -157,6 +163,16 @@ def main(tar_path: Path) -> None:
                 fallback_misses.append(f"{member.name}: edits {fallback} patch {reference}")
     total = time.perf_counter() - started
     n = len(sizes)
+    result: dict[str, object] = {
+        "tar": str(tar_path), "sessions": n, "messages": messages_total,
+        "card_chars": _summary(sizes), "steps_per_session": _summary(steps), "step_kinds": dict(sorted(kinds.items())),
+        "with_edited_symbols": with_symbols, "with_root_cause": with_root_cause,
+        "tests_passed": dict(sorted(tests.items())), "with_final_git_diff": with_patch,
+        "edited_files_equal_final_diff": matched, "without_git_diff_equal": fallback_matched,
+        "without_git_diff_scratch_only": fallback_scratch_only, "without_git_diff_other_misses": len(fallback_misses),
+        "build_s": round(build_seconds, 1), "build_cpu_s": round(build_cpu, 1), "total_s": round(total, 1),
+        "mismatches": mismatches[:20], "fallback_misses": fallback_misses[:20],
+    }
     print(f"sessions: {n}, messages: {messages_total}")
     print(f"card chars: {_dist(sizes)}")
     print(f"steps per session: {_dist(steps)}; by kind: {dict(sorted(kinds.items()))}")
@@ -182,7 +198,28 @@ def main(tar_path: Path) -> None:
         print("  MISMATCH", line)
     for line in fallback_misses[:20]:
         print("  FALLBACK", line)
+    return result
+
+
+def _summary(values: list[int]) -> dict[str, float | int | None]:
+    if not values:
+        return {"n": 0, "p50": None, "p95": None, "max": None}
+    s = sorted(values)
+    return {"n": len(s), "p50": s[len(s) // 2], "p95": s[min(len(s) - 1, int(0.95 * len(s)))], "max": s[-1]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("tar", nargs="?", type=Path, default=DEFAULT_TAR, help="the trajectories tarball")
+    ap.add_argument("--out", type=Path, default=RESULTS / "experience_stats.json")
+    args = ap.parse_args(argv)
+    prov = provenance("eval/experience_stats.py", argv)
+    result = stats(args.tar)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"provenance": finish(prov), **result}, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_TAR)
+    sys.exit(main())

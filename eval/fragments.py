@@ -34,6 +34,8 @@ os.environ.setdefault("LANCE_LOG", "error")
 
 import httpx  # noqa: E402
 
+from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import header as provenance_header  # noqa: E402
 from eval._server import post_retrying, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
 from eval.latency import (  # noqa: E402
     RESULTS,
@@ -123,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--merge", action="store_true", help="keep the other phases' results already in --out")
     p.add_argument("--out", default=str(RESULTS / "fragments.json"))
     args = p.parse_args(argv)
+    prov = provenance("eval.fragments", argv)
     use_source(args.source)
     sigterms = shield_from_stray_sigterm()
     phases = {x.strip().upper() for x in args.phases.split(",")}
@@ -136,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     result["params"] = vars(args)
 
     def save() -> None:
+        result["provenance_" + "_".join(sorted(phases))] = finish(prov)
         result["ignored_sigterms"] = len(sigterms)
         out.write_text(json.dumps(result, indent=2))
 
@@ -210,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".md").write_text(
         f"# codemem fragments / compaction check ({', '.join(c['date_utc'] for c in conds)}, "  # type: ignore[index]
         f"{conds[-1]['cpu_count']} cores; 1-min load at the end of each measurement: {loads})\n\n"  # type: ignore[index]
-        f"`python -m eval.fragments --adds {args.adds} --searches {args.searches}"
-        f"{''.join(' --env ' + kv for kv in args.env)}{' --source ' + args.source if args.source else ''}`"
+        f"{provenance_header(finish(prov))}\n\n"
+        f"`{prov['command']}`"
         f" (phases run: {', '.join(sorted(k[11:] for k in result if k.startswith('conditions_')))}; "
         f"server restarts: A {result['A_adds']['server_restarts']}, C {result['C_adds']['server_restarts']}; "  # type: ignore[index]
         f"stray SIGTERMs ignored: {result.get('ignored_sigterms', 0)})\n\n```\n{table}\n```\n")

@@ -13,6 +13,7 @@ and parsing 5,000 commits well under 60 s on 2 cores.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -23,7 +24,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemem.gitlog import commit_to_experience, iter_commits
+if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from codemem.gitlog import commit_to_experience, iter_commits  # noqa: E402
+from eval._paths import RESULTS  # noqa: E402
+from eval._provenance import finish, provenance  # noqa: E402
 
 WORDS = (
     "user account order invoice cache session token config report query index record event "
@@ -245,7 +251,7 @@ def _child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def bench(repo: str) -> None:
+def bench(repo: str) -> dict[str, object]:
     """Read and convert every commit; wall time plus CPU time (git's apart), since a loaded
     machine stretches wall time but not CPU time."""
     load_before = os.getloadavg()[0]
@@ -274,6 +280,11 @@ def bench(repo: str) -> None:
           f"cpu: {c_parse:.2f} s")  # fmt: skip
     print(f"total:                {total:7.2f} s wall ({n / max(total, 1e-9):6.0f} commits/s)")
     print(f"peak RSS: {rss_mb:.0f} MB")
+    return {"repo": repo, "commits": n, "steps": steps, "with_symbols": with_symbols, "diff_mb": round(diff_mb, 1),
+            "truncated": sum(r.diff_truncated for r in records),
+            "iter_commits": {"wall_s": round(t_read, 2), "python_cpu_s": round(c_read, 2), "git_cpu_s": round(g_read, 2)},
+            "commit_to_experience": {"wall_s": round(t_parse, 2), "cpu_s": round(c_parse, 2)},
+            "total_wall_s": round(total, 2), "peak_rss_mb": round(rss_mb)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,16 +293,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commits", type=int, default=5_000, help="synthetic history length")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--keep", help="write the synthetic repository here and keep it")
+    ap.add_argument("--out", type=Path, default=RESULTS / "git_ingest.json")
     args = ap.parse_args(argv)
+    prov = provenance("eval/git_ingest_bench.py", argv)
     if args.repo:
-        bench(args.repo)
-        return 0
-    with tempfile.TemporaryDirectory(prefix="codemem-gitbench-") as tmp:
-        root = Path(args.keep or tmp) / "repo"
-        t0 = time.perf_counter()
-        write_history(root, args.commits, args.seed)
-        print(f"generated {args.commits} commits in {time.perf_counter() - t0:.1f} s")
-        bench(str(root))
+        result = {"synthetic": False, **bench(args.repo)}
+    else:
+        with tempfile.TemporaryDirectory(prefix="codemem-gitbench-") as tmp:
+            root = Path(args.keep or tmp) / "repo"
+            t0 = time.perf_counter()
+            write_history(root, args.commits, args.seed)
+            generate_s = time.perf_counter() - t0
+            print(f"generated {args.commits} commits in {generate_s:.1f} s")
+            result = {"synthetic": True, "seed": args.seed, "generate_s": round(generate_s, 1), **bench(str(root))}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"provenance": finish(prov), **result}, indent=2) + "\n")
+    print(f"wrote {args.out}")
     return 0
 
 

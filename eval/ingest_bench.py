@@ -1,6 +1,6 @@
 """Ingest throughput through the HTTP Add path: all 300 shared trajectories, then searches.
 
-    python -m eval.ingest_bench [--data ../shared/data/swe-contextbench-lite] [--chunk 34]
+    python -m eval.ingest_bench [--data DIR (default eval/_paths.py SWE_LITE)] [--chunk 34]
                                 [--concurrency 8] [--limit N] [--out eval/results/ingest.json]
 
 Each trajectory is rendered with codemem's Claude Code renderer and sent as Adds of
@@ -23,9 +23,11 @@ from pathlib import Path
 
 import httpx
 
+from eval._paths import RESULTS, SWE_LITE
+from eval._provenance import finish, provenance
 from eval._server import running_server
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-contextbench-lite"
+DEFAULT_DATA = SWE_LITE
 
 
 def pct(values: list[float], q: float) -> float:
@@ -49,14 +51,15 @@ def load_sessions(data: Path, limit: int | None) -> list[tuple[str, list[dict]]]
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--chunk", type=int, default=34)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--limit", type=int, default=None, help="only the first N trajectories")
-    ap.add_argument("--out", type=Path, default=Path("eval/results/ingest.json"))
-    args = ap.parse_args()
+    ap.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
+    args = ap.parse_args(argv)
+    prov = provenance("eval.ingest_bench", argv)
 
     sessions = load_sessions(args.data, args.limit)
     n_messages = sum(len(m) for _, m in sessions)
@@ -93,6 +96,7 @@ def main() -> None:
             sizes.append(sum(len(h["content"]) if isinstance(h["content"], str) else 0 for h in r.json()["data"]))
         data_dir = srv.data_dir
         result = {
+            "provenance": {},
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "cores": os.cpu_count(),
             "trajectories": len(sessions),
@@ -108,6 +112,7 @@ def main() -> None:
             "search_chars_returned": {"p50": int(statistics.median(sizes)), "max": max(sizes)},
         }
         result["cards"] = card_stats(data_dir)
+    result["provenance"] = finish(prov)
 
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -54,6 +53,9 @@ os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation war
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
+from eval._paths import RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
+from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import header as provenance_header  # noqa: E402
 from eval._server import (  # noqa: E402
     Server,
     post_retrying,
@@ -63,16 +65,16 @@ from eval._server import (  # noqa: E402
     use_source,
 )
 
-DATA = Path("/work/shared/data/swe-contextbench-lite")
-TAR = DATA / "trajectories.tar.xz"
+DATA = SWE_LITE
+TAR = SWE_LITE_TAR
 RELATED = DATA / "related_tasks.jsonl"
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 # -- data -------------------------------------------------------------------------------------
 
-def load_sessions(tar_path: Path = TAR) -> list[tuple[str, list[dict[str, object]]]]:
-    """[(session name, [{"role","content","timestamp"}])] from the real transcripts."""
+def load_sessions(tar_path: Path = TAR, limit: int | None = None) -> list[tuple[str, list[dict[str, object]]]]:
+    """[(session name, [{"role","content","timestamp"}])] from the real transcripts (the
+    first `limit` of them, when given)."""
     from codemem.transcripts import iter_transcripts_from_tar
 
     sessions: list[tuple[str, list[dict[str, object]]]] = []
@@ -80,6 +82,8 @@ def load_sessions(tar_path: Path = TAR) -> list[tuple[str, list[dict[str, object
         msgs = [{"role": m.role, "content": m.text, "timestamp": m.timestamp} for m in tr.messages if m.text.strip()]
         if msgs:
             sessions.append((Path(name).stem, msgs))
+        if limit and len(sessions) >= limit:
+            break
     return sessions
 
 
@@ -351,11 +355,6 @@ def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[
         except Exception:  # noqa: BLE001
             return None
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                timeout=5, cwd=Path(__file__).resolve().parent.parent).stdout.strip()
-    except Exception:  # noqa: BLE001
-        commit = None
     root = Path(source).resolve() if source else Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for f in sorted(list(root.glob("codemem/**/*.py")) + list(root.glob("api/**/*.py")) + list(root.glob("parsers/**/*.py"))):
@@ -367,7 +366,7 @@ def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[
         "cpu_count": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
         "platform": platform.platform(), "python": platform.python_version(),
         "lancedb": ver("lancedb"), "pylance": ver("pylance"), "torch": ver("torch"),
-        "sentence_transformers": ver("sentence-transformers"), "git_head": commit,
+        "sentence_transformers": ver("sentence-transformers"),
         "server_env": settings_env or "defaults (no CODEMEM_* set)",
         "note": "the working tree may hold uncommitted edits by others; other jobs share the 2 cores",
     }
@@ -401,7 +400,8 @@ def markdown(result: dict) -> str:
         f"# codemem latency ({c['date_utc']}, {c['cpu_count']} cores, load {c['loadavg_at_start'][0]:.1f} -> "
         f"{c['loadavg_at_end'][0]:.1f})",
         "",
-        f"`{result['command']}`",
+        f"{provenance_header(result['provenance'])}", "",
+        f"`{result['provenance']['command']}`",
         "",
         f"Adds: {result['params']['chunk']}-message chunks, {result['params']['concurrency']} concurrent clients; "
         f"Searches: {result['params']['searches']} sequential, top_k 100, queries = related tasks' problem statements. "
@@ -453,8 +453,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="after the last checkpoint, restart the server without the OMP_/MKL_ --env variables and search again")
     p.add_argument("--no-breakdown", action="store_true", help="skip the in-process phase split at the end")
     p.add_argument("--source", default=None, help="run the project from this snapshot directory instead of the checkout")
+    p.add_argument("--data", type=Path, default=DATA, help="the swe-contextbench-lite folder")
+    p.add_argument("--sessions", type=int, default=None, help="read only the first N transcripts (smoke runs)")
     p.add_argument("--out", default=str(RESULTS / "latency.json"))
     args = p.parse_args(argv)
+    prov = provenance("eval.latency", argv)
     use_source(args.source)
     sigterms = shield_from_stray_sigterm()
     targets = sorted({int(x) for x in args.items.split(",") if x.strip()})
@@ -467,12 +470,13 @@ def main(argv: list[str] | None = None) -> int:
     user_id = "bench-latency"
 
     t_load = time.perf_counter()
-    sessions = load_sessions()
-    queries = load_queries()
+    sessions = load_sessions(args.data / TAR.name, args.sessions)
+    queries = load_queries(args.data / RELATED.name)
     print(f"loaded {len(sessions)} sessions, {sum(len(m) for _, m in sessions):,} messages, {len(queries)} queries "
           f"in {time.perf_counter() - t_load:.1f} s", flush=True)
     embed_timer = QueryEmbedTimer(env)
     result: dict[str, object] = {
+        "provenance": finish(prov),
         "conditions": conditions(env, args.source),
         "params": {"items": targets, "chunk": args.chunk, "searches": args.searches, "concurrency": args.concurrency,
                    "top_k": 100, "user_id": user_id},
@@ -544,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(data_dir, ignore_errors=True)
     result["total_wall_s"] = time.perf_counter() - t_all
     result["ignored_sigterms"] = len(sigterms)
-    result["command"] = "python -m eval.latency " + " ".join(argv if argv is not None else sys.argv[1:])
+    result["provenance"] = finish(prov)
+    result["command"] = prov["command"]
     result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
 
     out = Path(args.out)

@@ -37,8 +37,10 @@ from pathlib import Path
 
 import httpx
 
+from eval._paths import RESULTS, SWE_LITE
+from eval._provenance import finish, provenance
 from eval._server import Server, running_server
-from eval.latency import RESULTS, load_queries, load_sessions, summary_ms
+from eval.latency import load_queries, load_sessions, summary_ms
 
 CHUNK = 20
 
@@ -170,7 +172,9 @@ async def crash(srv: Server, clients: int, after_s: float) -> dict[str, object]:
                         "messages": [{"role": "user", "content": f"[crash check {mark} part 1] see the log"},
                                      {"role": "assistant", "content": f"[crash check {mark} part 2] noted"}]}
                 r = await post(client, "/add", body)
-                if r is not None and r.status_code == 200:
+                if r is None:  # the server is gone: what was in flight is cut off, nothing more is sent
+                    break
+                if r.status_code == 200:
                     acked.add(mark)
                 n += 1
 
@@ -226,12 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=600, help="client timeout per request, seconds")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="server setting, e.g. CODEMEM_MAX_INFLIGHT_ADDS=8")
+    p.add_argument("--data", type=Path, default=SWE_LITE, help="the swe-contextbench-lite folder")
+    p.add_argument("--sessions", type=int, default=None, help="read only the first N transcripts (smoke runs)")
     p.add_argument("--out", default=str(RESULTS / "load.json"))
     args = p.parse_args(argv)
+    prov = provenance("eval.load", argv)
     env = dict(item.split("=", 1) for item in args.env)
 
-    pool = chunks_of(load_sessions())
-    queries = load_queries()
+    pool = chunks_of(load_sessions(args.data / "trajectories.tar.xz", args.sessions))
+    queries = load_queries(args.data / "related_tasks.jsonl")
     started = time.time()
     with running_server(env=env) as srv:
         print(f"server {srv.url}; preloading {args.preload:,} messages ...", flush=True)
@@ -248,14 +255,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"crash: {args.crash_clients} Add clients, SIGKILL after {args.crash_after:.0f} s ...", flush=True)
         crash_result = asyncio.run(crash(srv, args.crash_clients, args.crash_after))
     result = {
+        "provenance": finish(prov),
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
-        "args": vars(args), "preloaded_messages": preloaded, "sustained": load,
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "preloaded_messages": preloaded, "sustained": load,
         "acknowledged_adds": len(acked), "lost": lost, "storm": storm_result, "crash": crash_result,
         "total_s": round(time.time() - started, 1),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "args"}, indent=2))
+    print(json.dumps({k: v for k, v in result.items() if k not in ("args", "provenance")}, indent=2))
     ok = (lost == 0 and storm_result["duplicated"] == 0 and storm_result["missing"] == 0
           and crash_result["acknowledged_lost"] == 0 and crash_result["half_written"] == 0)
     return 0 if ok else 1

@@ -42,8 +42,10 @@ from typing import Protocol
 
 import httpx
 
+from eval._paths import RESULTS
+from eval._provenance import finish, provenance
 from eval._server import running_server
-from eval.latency import RESULTS, pct, summary_ms
+from eval.latency import pct, summary_ms
 
 SUBSETS = ("formal_reasoning_math", "formal_reasoning_phys", "bundled_shopping", "progressive_search",
            "group_travel_planner")
@@ -290,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="server setting (started server)")
     p.add_argument("--out", type=Path, default=RESULTS / "memoryarena.json")
     args = p.parse_args(argv)
+    prov = provenance("eval.memoryarena", argv)
     tasks = load_tasks(args.data, args.domain, args.limit)
     env = dict(item.split("=", 1) for item in args.env)
     print(f"{len(tasks)} tasks, {sum(len(t.questions) for t in tasks)} subtasks", flush=True)
@@ -302,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             replay = replay_all(client, tasks)
     summary = summarise(replay)
     result = {
+        "provenance": finish(prov),
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
         "data": [str(d) for d in args.data],

@@ -2,6 +2,7 @@
 
     python -m eval.replay                                   # everything (about an hour on 2 cores)
     python -m eval.replay --smoke                           # 3 tasks, 7 trajectories: a few minutes
+    python -m eval.replay --smoke --tasks 1 --others 2 --baselines bm25-traj,bm25-msg   # the CI smoke test
     python -m eval.replay --rendering plain --chunk 10 --keep /tmp/replay-plain
     python -m eval.replay --reuse /tmp/replay-plain --conditions noisy-all,absent
 
@@ -14,17 +15,17 @@ trajectories of the task's repository), `all` (noisy-all: all 300) and `absent` 
 gold of every labelled task). Each labelled task's problem_statement is searched (top_k 100)
 in each condition; the same corpora are searched in-process by three baselines (BM25 over
 trajectories, BM25 over messages, MiniLM over ~256-token chunks) and all are scored by the
-same code at trajectory level (each item's session_id). Writes `<out>.json` (raw figures),
-`<out>.md` (table) and `<out>.png` (plot).
+same code at trajectory level (each answer reduced to its distinct session_ids: hit@k, MRR and
+"found" count trajectories, not items). codemem's latency is Search over HTTP measured by the
+client; the baselines' is their query in this process: the report labels the two. Writes
+`<out>.json` (raw figures and the run's provenance), `<out>.md` (table) and `<out>.png` (plot).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,6 +39,9 @@ from pathlib import Path
 import httpx
 import msgspec
 
+from eval._paths import RESULTS
+from eval._provenance import finish, provenance
+from eval._provenance import header as provenance_header
 from eval._replay_baselines import (
     BASELINES,
     DenseChunks,
@@ -69,12 +73,11 @@ from eval._replay_metrics import (
     score_query,
     summarize_all,
 )
-from eval._replay_report import LEGEND, markdown, plot, text_table
+from eval._replay_report import LEGEND, latency_kind, markdown, plot, text_table
 from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = "replay-manifest.json"
-DEFAULT_CACHE = REPO_ROOT / "eval" / "results" / "tmp" / "replay-cache"  # gitignored
+DEFAULT_CACHE = RESULTS / "tmp" / "replay-cache"  # gitignored
 TOP_K = 100
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -98,12 +101,14 @@ class Plan:
         return {t.instance_id: t for t in self.tasks}
 
 
-def make_plan(data: Path, rendering: str, kinds: Sequence[str], n_tasks: int | None, smoke: bool) -> Plan:
+def make_plan(data: Path, rendering: str, kinds: Sequence[str], n_tasks: int | None, smoke: bool,
+              n_others: int = 4) -> Plan:
     all_tasks = load_tasks(data)
     repos = trajectory_repos(data)
     all_gold = {g for t in all_tasks for g in t.gold}
     if smoke:
-        tasks, universe = smoke_selection(all_tasks, repos, trajectory_lines(data), all_gold)
+        tasks, universe = smoke_selection(all_tasks, repos, trajectory_lines(data), all_gold,
+                                          n_tasks=n_tasks or 3, n_others=n_others)
     else:
         tasks, universe = all_tasks[:n_tasks] if n_tasks else all_tasks, set(repos)
     conditions = build_conditions(tasks, repos, universe, all_gold, kinds)
@@ -328,44 +333,29 @@ def run_baselines(plan: Plan, systems: Sequence[str], cache_file: Path) -> tuple
 
 # -- run conditions and output ----------------------------------------------------------------
 
-def git_head() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=REPO_ROOT).stdout.strip() or None
-    except Exception:  # noqa: BLE001
-        return None
+SCORING = ("trajectory level for every system: each answer reduced to its distinct session_ids in order of first "
+           "appearance; hit@k, MRR and found count gold trajectories; latency: codemem over HTTP (client-measured), "
+           "baselines in-process")
 
 
-def git_dirty() -> bool | None:
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "codemem", "api", "parsers"], capture_output=True,
-                             text=True, timeout=5, cwd=REPO_ROOT).stdout
-        return bool(out.strip())
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def run_info(args: argparse.Namespace, argv: Sequence[str], plan: Plan) -> dict[str, object]:
+def run_info(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
     return {
-        "date_utc": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
-        "loadavg_at_start": os.getloadavg(), "git_head": git_head(), "service_tree_dirty": git_dirty(),
-        "command": "python -m eval.replay " + " ".join(argv),
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "tasks": len(plan.tasks), "trajectories": len(plan.trajectories),
         "user_ids": {c.kind: sum(1 for x in plan.conditions if x.kind == c.kind) for c in plan.conditions},
-        "top_k": TOP_K, "token_note": TOKEN_NOTE,
+        "top_k": TOP_K, "token_note": TOKEN_NOTE, "scoring": SCORING,
+        "latency_measured": {"codemem": latency_kind("codemem"), "baselines": latency_kind("baseline")},
     }
 
 
 def write_outputs(out: Path, result: dict[str, object], summaries: list, notes: list[str]) -> None:
-    info = result["run"]
-    header = (f"{info['date_utc']}, {info['cpu_count']} cores, git {str(info['git_head'])[:10]}"  # type: ignore[index]
-              f"{' (+ uncommitted service edits)' if info['service_tree_dirty'] else ''}; "  # type: ignore[index]
+    info, prov = result["run"], result["provenance"]
+    header = (f"{provenance_header(prov)}; "  # type: ignore[arg-type]
               f"{info['tasks']} labelled tasks, {info['trajectories']} trajectories; "  # type: ignore[index]
               f"rendering {info['args']['rendering']}, {info['args']['chunk']}-message Adds.")  # type: ignore[index]
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{out}.json").write_text(json.dumps(result, indent=1, default=str))
-    Path(f"{out}.md").write_text(markdown(summaries, str(info["command"]), header, notes))  # type: ignore[index]
+    Path(f"{out}.md").write_text(markdown(summaries, str(prov["command"]), header, notes))  # type: ignore[index]
     plot(summaries, Path(f"{out}.png"), f"Retrieval replay, SWE-ContextBench Lite\n{header}")
 
 
@@ -379,7 +369,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--conditions", default=",".join(CONDITION_KINDS),
                    help=f"comma-separated subset of {','.join(CONDITION_KINDS)} (repo/all accepted)")
     p.add_argument("--tasks", type=int, default=None, help="only the first N labelled tasks")
-    p.add_argument("--smoke", action="store_true", help="3 tasks, their gold trajectories and 4 others")
+    p.add_argument("--smoke", action="store_true",
+                   help="3 tasks (or --tasks N), their gold trajectories and 4 others (or --others N)")
+    p.add_argument("--others", type=int, default=4, help="--smoke: non-gold trajectories of the tasks' repositories")
     p.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated subset, or 'none'")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--keep", type=Path, default=None, help="ingest into this (new or empty) dir and keep it")
@@ -400,7 +392,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if bad := [b for b in args.systems if b not in BASELINES]:
         p.error(f"unknown baseline(s) {bad}; choose from {BASELINES}")
     if args.out is None:
-        args.out = REPO_ROOT / "eval" / "results" / ("tmp/replay-smoke" if args.smoke else "replay")
+        args.out = RESULTS / ("tmp/replay-smoke" if args.smoke else "replay")
     if args.keep and args.keep.exists() and any(args.keep.iterdir()):
         p.error(f"--keep {args.keep} is not empty (use --reuse to serve an ingested dir)")
     return args
@@ -443,12 +435,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     shield_from_stray_sigterm()
+    prov = provenance("eval.replay", argv)
     t0 = time.perf_counter()
-    plan = make_plan(args.data, args.rendering, args.kinds, args.tasks, args.smoke)
+    plan = make_plan(args.data, args.rendering, args.kinds, args.tasks, args.smoke, args.others)
     n_msgs = sum(len(t.messages) for t in plan.trajectories.values())
     log(f"{len(plan.tasks)} tasks, {len(plan.trajectories)} trajectories ({n_msgs:,} messages, rendering "
         f"{args.rendering}), {len(plan.conditions)} user_ids, loaded in {time.perf_counter() - t0:.0f} s")
-    info = run_info(args, argv, plan)
+    info = run_info(args, plan)
     scores, raw, served, check = serve_and_search(plan, args)
     baseline_info: dict[str, object] = {}
     if args.systems:
@@ -459,10 +452,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     summaries = summarize_all(scores)
     notes = check.notes() + ([f"{served['ingest']['n_errors']} Adds failed"]  # type: ignore[index]
                              if served.get("ingest", {}).get("n_errors") else [])  # type: ignore[union-attr]
-    info["loadavg_at_end"] = os.getloadavg()
     info["wall_s"] = round(time.perf_counter() - t0, 1)
-    result = {"run": info, "service": served, "baselines": baseline_info, "contract_notes": notes,
-              "summary": [s.as_dict() for s in summaries], "queries": [asdict(s) for s in scores], "codemem_raw": raw}
+    result = {"provenance": finish(prov), "run": info, "service": served, "baselines": baseline_info,
+              "contract_notes": notes,
+              "summary": [s.as_dict() | {"latency_measured": latency_kind(s.system)} for s in summaries],
+              "queries": [asdict(s) for s in scores], "codemem_raw": raw}
     write_outputs(args.out, result, summaries, notes)
     print()
     print(text_table(summaries))

@@ -10,8 +10,17 @@ from api.app import create_app
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
+from tests.shared_data import SWE_LITE_TAR, require
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-contextbench-lite"
+
+@pytest.fixture(scope="session")
+def swe_lite_tar() -> Path:
+    """The SWE-ContextBench Lite trajectories; skip, or fail under CI=true, when missing."""
+    return require(SWE_LITE_TAR)
+
+
+# Mark a test (or a module, as `pytestmark`) that reads the shared trajectories.
+needs_swe_lite = pytest.mark.usefixtures("swe_lite_tar")
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,6 @@ from tests.answers import message_texts
 from tests.conftest import add_body
 from tests.server import Server
 
-pytestmark = pytest.mark.slow
-
 
 def _search_all(url: str, user_id: str) -> set[str]:
     r = httpx.post(url + "/search", json={"query": "edited file test", "user_id": user_id, "top_k": 100_000}, timeout=60)

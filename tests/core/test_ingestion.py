@@ -16,17 +16,14 @@ from codemem.memory import Memory
 from codemem.models import AddRequest, SearchRequest
 from codemem.store.schema import key_of
 from codemem.transcripts import load_claude_code_jsonl
-from tests.conftest import SHARED_DATA
-
-TAR = SHARED_DATA / "trajectories.tar.xz"
-needs_data = pytest.mark.skipif(not TAR.exists(), reason=f"shared data not found at {TAR}")
+from tests.conftest import needs_swe_lite as needs_data
 
 
 @pytest.fixture(scope="module")
-def transcript_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def transcript_file(tmp_path_factory: pytest.TempPathFactory, swe_lite_tar: Path) -> Path:
     """One real Claude Code transcript, extracted from the shared archive to a temp dir."""
     out = tmp_path_factory.mktemp("traj")
-    with tarfile.open(TAR) as tar:
+    with tarfile.open(swe_lite_tar) as tar:
         member = next(m for m in tar if m.name.endswith("02288eb6.jsonl"))  # django__django-12915
         path = out / "02288eb6.jsonl"
         path.write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]

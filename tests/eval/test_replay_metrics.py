@@ -19,6 +19,7 @@ from eval._replay_data import (
 from eval._replay_metrics import (
     Item,
     count_tokens,
+    distinct_trajectories,
     first_gold_rank,
     first_gold_session_rank,
     gold_share,
@@ -43,6 +44,7 @@ def test_rank_is_item_position_and_session_rank_counts_distinct_sessions() -> No
     res = items(("a", 10), ("a", 10), ("b", 10), ("g", 10), ("g", 5))
     assert first_gold_rank(res, GOLD) == 4
     assert first_gold_session_rank(res, GOLD) == 3
+    assert distinct_trajectories(res) == ["a", "b", "g"]
     assert first_gold_rank(items(("a", 1)), GOLD) is None
     assert first_gold_session_rank(items(("a", 1)), GOLD) is None
 
@@ -83,8 +85,33 @@ def test_score_and_summary() -> None:
     sm = summarize([s1, s2, s3])
     assert sm.hit1 == pytest.approx(1 / 3) and sm.hit5 == pytest.approx(2 / 3)
     assert sm.mrr == pytest.approx((1 + 1 / 3) / 3)
-    assert sm.found == 2 and sm.tokens_before_gold_p50 == 6
+    assert sm.found == 2 and sm.found_share == pytest.approx(2 / 3) and sm.tokens_before_gold_p50 == 6
     assert sm.latency_p50_ms == 20.0 and sm.items_p50 == 2
+
+
+def test_every_system_is_ranked_by_distinct_trajectories_not_items() -> None:
+    # Many items of one non-gold trajectory (messages, chunks, evidence) push the gold item
+    # down by position, but not by trajectory: a chunk baseline and a whole-trajectory
+    # baseline with the same order of trajectories score the same.
+    chunks = score_query("chunks", "noisy-all", "t", items(("a", 1), ("a", 1), ("a", 1), ("a", 1), ("a", 1), ("g", 1)),
+                         GOLD, 1.0)
+    whole = score_query("whole", "noisy-all", "t", items(("a", 5), ("g", 1)), GOLD, 1.0)
+    assert chunks.gold_rank == whole.gold_rank == 2 and chunks.gold_item_rank == 6
+    a, b = summarize([chunks]), summarize([whole])
+    assert (a.hit1, a.hit5, a.mrr, a.found) == (b.hit1, b.hit5, b.mrr, b.found) == (0.0, 1.0, 0.5, 1)
+    assert a.item_mrr == pytest.approx(1 / 6) and b.item_mrr == 0.5
+
+
+def test_the_report_shows_found_and_labels_how_latency_was_taken() -> None:
+    from eval._replay_report import HTTP, IN_PROCESS, markdown_table
+
+    rows = [summarize([score_query("codemem", "noisy-all", "t1", items(("g", 1)), GOLD, 5.0),
+                       score_query("codemem", "noisy-all", "t2", items(("a", 1)), GOLD, 5.0)]),
+            summarize([score_query("bm25-msg", "noisy-all", "t1", items(("a", 1)), GOLD, 1.0)])]
+    table = markdown_table(rows).splitlines()
+    assert "| found |" in table[0] and table[0].endswith("| latency |")
+    assert table[2].startswith("| codemem | noisy-all | 2 | 0.50 | 0.50 | 0.500 | 1 (50%) |")
+    assert table[2].endswith(f"| {HTTP} |") and table[3].endswith(f"| {IN_PROCESS} |")
 
 
 def test_absent_condition_has_no_ranking_figures() -> None:

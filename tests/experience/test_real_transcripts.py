@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 from itertools import islice, pairwise
-from pathlib import Path
 
 import pytest
 
 from codemem.experience import build_experience
 from codemem.transcripts import iter_transcripts_from_tar
+from tests.shared_data import SWE_LITE_TAR, require
 
-TAR = Path("/work/shared/data/swe-contextbench-lite/trajectories.tar.xz")
 _GIT_DIFF_CALL = re.compile(r'^Tool call Bash \{"command":"[^"]*\bgit\b[^"]*\bdiff\b')
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
 _SECTION = re.compile(r"^diff --git ", re.M)
@@ -42,9 +41,7 @@ def _last_git_diff_files(messages: list) -> list[str] | None:
 
 @pytest.fixture(scope="module")
 def sessions() -> list:
-    if not TAR.exists():
-        pytest.skip(f"SWE-ContextBench Lite trajectories not found at {TAR}")
-    return list(islice(iter_transcripts_from_tar(TAR), 6))
+    return list(islice(iter_transcripts_from_tar(require(SWE_LITE_TAR)), 6))
 
 
 def test_edited_files_equal_the_final_git_diff(sessions: list) -> None:

@@ -20,21 +20,19 @@ from codemem.memory import Memory
 from codemem.store.schema import key_of
 from codemem.transcripts import load_claude_code_jsonl
 from integrations.claude_code_hook import HookError, ingest, parse_payload
-from tests.conftest import SHARED_DATA
+from tests.conftest import needs_swe_lite as needs_data
 
 ROOT = Path(__file__).resolve().parents[2]
-TAR = SHARED_DATA / "trajectories.tar.xz"
-needs_data = pytest.mark.skipif(not TAR.exists(), reason=f"shared data not found at {TAR}")
 SESSION = "02288eb6-b08e-4b1c-9d29-b4abad2be12f"  # django__django-12915
 EARLY_LINES = 40  # the session before its edit of django/contrib/staticfiles/handlers.py
 USER = "repo:github.com/acme/django-fork"
 
 
 @pytest.fixture(scope="module")
-def transcripts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def transcripts(tmp_path_factory: pytest.TempPathFactory, swe_lite_tar: Path) -> tuple[Path, Path]:
     """One real transcript, and the same session as Claude Code had written it earlier on."""
     out = tmp_path_factory.mktemp("claude")
-    with tarfile.open(TAR) as tar:
+    with tarfile.open(swe_lite_tar) as tar:
         member = next(m for m in tar if m.name.endswith(f"{SESSION[:8]}.jsonl"))
         data = tar.extractfile(member).read()  # type: ignore[union-attr]
     full, early = out / f"{SESSION}.jsonl", out / "early" / f"{SESSION}.jsonl"
@@ -125,7 +123,9 @@ def test_bad_input_fails_at_once_with_a_reason_and_a_non_blocking_status(tmp_pat
     # 1, never 2: Claude Code shows the message, and a Stop hook does not keep Claude going.
     assert done.returncode == 1
     assert reason in done.stderr.decode() and done.stderr.decode().startswith("codemem hook claude-code: ")
-    assert time.monotonic() - started < 15  # no model, no store: the interpreter's start-up
+    # README: the hook returns within a fraction of a second (no model, no store: the
+    # interpreter's start-up, ~0.15 s measured); Claude Code gives SessionEnd hooks 1.5 s.
+    assert time.monotonic() - started < 1.0
     assert not (tmp_path / "data").exists()
 
 
@@ -135,7 +135,6 @@ def test_the_transcript_must_be_a_file(tmp_path: Path) -> None:
 
 
 @needs_data
-@pytest.mark.slow
 def test_by_default_the_hook_returns_at_once_and_ingests_in_the_background(
     tmp_path: Path, transcripts: tuple[Path, Path], repo: Path, embedder: MiniLMEmbedder
 ) -> None:
@@ -144,7 +143,7 @@ def test_by_default_the_hook_returns_at_once_and_ingests_in_the_background(
     started = time.monotonic()
     done = _hook(_payload(early, repo), data_dir=data)
     assert done.returncode == 0, done.stderr.decode()
-    assert time.monotonic() - started < 10  # the model alone takes longer to load
+    assert time.monotonic() - started < 1.0  # README: within a fraction of a second; the model loads in the background
     log = data / "hooks" / "claude-code.log"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and f"added to {USER}" not in (log.read_text() if log.exists() else ""):

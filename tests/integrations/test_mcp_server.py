@@ -31,7 +31,6 @@ NOTE = ("The flaky test tests/test_io.py::test_read_chunks fails when two worker
         "fixed by giving each test its own tmp_path.")
 TIMEOUT_S = 240
 
-pytestmark = pytest.mark.slow
 
 
 @dataclass
@@ -143,6 +142,8 @@ def test_the_server_offers_the_four_tools(talk: Conversation) -> None:
 def test_the_handshake_does_not_wait_for_the_model(talk: Conversation) -> None:
     # The first remember waits for the model still loading; the handshake did not.
     assert talk.seconds["initialize"] < talk.seconds["remember"]
+    # README: 1.6 s idle, 2-3 s on a busy 2-core machine (the model loads beside it); checked: under 4 s.
+    assert talk.seconds["initialize"] < 4.0, talk.seconds
 
 
 def test_remember_goes_to_this_repository_and_stores_nothing_twice(talk: Conversation) -> None:

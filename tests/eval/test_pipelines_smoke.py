@@ -1,0 +1,165 @@
+"""The evaluation pipelines end to end on tiny samples, so none of them can rot unseen:
+`eval.replay`, `eval.latency`, `eval.load` and `eval.memoryarena`, each run as its own
+command (`python -m eval.X`, the way eval/README.md gives them) with its own real server,
+writing to a temporary `--out`. The four run at the same time (each loads the model in its
+server, so running them side by side keeps both cores busy); together they take about a
+minute on an idle 2-core machine.
+
+The figures of such tiny runs mean nothing; what is checked is that each run finishes,
+writes its result with provenance, and that the invariants hold (the relevant memory ranks
+its gold first; no acknowledged Add lost; every earlier MemoryArena answer present).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from eval._paths import REPO_ROOT
+from eval._provenance import PROVENANCE_KEYS
+from tests.conftest import needs_swe_lite
+from tests.shared_data import SWE_LITE, SWE_LITE_TAR
+
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "memoryarena"
+TIMEOUT_S = 420
+
+# name -> (needs the shared data, arguments after `python -m eval.<name>`; {out} is the tmp dir)
+PIPELINES: dict[str, tuple[bool, list[str]]] = {
+    "replay": (True, ["--smoke", "--tasks", "1", "--others", "2", "--baselines", "bm25-traj,bm25-msg",
+                      "--compact-timeout", "0", "--data", str(SWE_LITE), "--out", "{out}/replay"]),
+    "latency": (True, ["--items", "40", "--chunk", "20", "--searches", "5", "--concurrency", "2", "--sessions", "2",
+                       "--compact-timeout", "0", "--no-breakdown", "--data", str(SWE_LITE),
+                       "--out", "{out}/latency.json"]),
+    "load": (True, ["--seconds", "3", "--adders", "2", "--searchers", "2", "--preload", "40", "--storm", "3",
+                    "--crash-clients", "2", "--crash-after", "2", "--sessions", "2", "--data", str(SWE_LITE),
+                    "--out", "{out}/load.json"]),
+    "memoryarena": (False, ["--data", str(FIXTURE), "--out", "{out}/memoryarena.json"]),
+}
+
+
+@dataclass
+class Run:
+    name: str
+    out: Path
+    returncode: int | None
+    log: str
+    wall_s: float
+
+    def check(self) -> None:
+        assert self.returncode == 0, f"python -m eval.{self.name} exited {self.returncode}:\n{self.log[-4000:]}"
+
+    def result(self, suffix: str = ".json") -> dict:
+        self.check()
+        path = self.out / f"{self.name}{suffix}"
+        assert path.exists(), f"{path} not written:\n{self.log[-2000:]}"
+        return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
+    """Start every pipeline whose data is here, at once; wait for all."""
+    out = tmp_path_factory.mktemp("eval-smoke")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    procs: dict[str, tuple[subprocess.Popen[bytes], Path, float]] = {}
+    try:
+        for name, (needs_data, args) in PIPELINES.items():
+            if needs_data and not SWE_LITE_TAR.exists():
+                continue
+            log = out / f"{name}.log"
+            with log.open("wb") as fh:
+                cmd = [sys.executable, "-m", f"eval.{name}", *(a.replace("{out}", str(out)) for a in args)]
+                procs[name] = (subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL), log, time.monotonic())
+        deadline = time.monotonic() + TIMEOUT_S
+        done: dict[str, Run] = {}
+        for name, (proc, log, started) in procs.items():
+            try:
+                rc: int | None = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+                rc = None
+            done[name] = Run(name, out, rc, log.read_text(errors="replace"), time.monotonic() - started)
+        yield done
+    finally:
+        for proc, _, _ in procs.values():
+            if proc.poll() is None:  # interrupted: the pipeline stops its own server on SIGINT
+                proc.send_signal(2)
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def _has_provenance(result: dict, module: str) -> None:
+    prov = result["provenance"]
+    assert set(PROVENANCE_KEYS) <= set(prov), prov
+    assert prov["command"].startswith(f"python -m {module} ")
+    assert prov["date_utc"].endswith("+00:00")
+    if (REPO_ROOT / ".git").exists():
+        assert len(prov["git_head"] or "") == 40, prov
+    assert isinstance(prov["git_dirty"], bool)
+    machine = prov["machine"]
+    assert machine["cpu_count"] >= 1 and machine["memory_gb"] and machine["platform"]
+    assert len(machine["loadavg_at_start"]) == 3 and len(machine["loadavg_at_end"]) == 3
+    assert prov["wall_s"] > 0
+
+
+@needs_swe_lite  # set up before `runs`: without the data, nothing is started for this test
+def test_replay_smoke(runs: dict[str, Run]) -> None:
+    run = runs["replay"]
+    result = run.result()
+    _has_provenance(result, "eval.replay")
+    assert result["service"]["ingest"]["n_errors"] == 0 and not result["contract_notes"]
+    rows = {(r["system"], r["condition"]): r for r in result["summary"]}
+    systems, conditions = ("codemem", "bm25-traj", "bm25-msg"), ("relevant", "noisy-repo", "noisy-all", "absent")
+    assert set(rows) == {(s, c) for s in systems for c in conditions}
+    relevant = rows[("codemem", "relevant")]
+    assert relevant["hit1"] == 1.0 and relevant["mrr"] == 1.0 and relevant["found"] == relevant["queries"] == 1
+    assert rows[("codemem", "absent")]["hit1"] is None and rows[("codemem", "absent")]["found_share"] is None
+    for (system, _), r in rows.items():
+        assert r["latency_measured"] == ("HTTP" if system == "codemem" else "in-process")
+    assert "trajectory level" in result["run"]["scoring"]
+    md = (run.out / "replay.md").read_text()
+    assert "| found |" in md and "| in-process |" in md and "| HTTP |" in md
+    assert (run.out / "replay.png").stat().st_size > 0
+
+
+@needs_swe_lite
+def test_latency_smoke(runs: dict[str, Run]) -> None:
+    result = runs["latency"].result()
+    _has_provenance(result, "eval.latency")
+    (cp,) = result["checkpoints"]
+    assert cp["items"] == 40 and cp["add"]["n_errors"] == 0 and cp["add"]["latency_ms"]["n"] == 2
+    assert cp["search"]["latency_ms"]["n"] == 5 and cp["search"]["errors"] == []
+    assert cp["search"]["hits_p50"] >= 1 and cp["query_embed_ms"]["n"] == 5
+    assert (runs["latency"].out / "latency.md").exists()
+
+
+@needs_swe_lite
+def test_load_smoke(runs: dict[str, Run]) -> None:
+    result = runs["load"].result()
+    _has_provenance(result, "eval.load")
+    assert result["preloaded_messages"] >= 40
+    assert result["sustained"]["add"]["requests"] > 0 and result["sustained"]["search"]["requests"] > 0
+    assert result["acknowledged_adds"] > 0 and result["lost"] == 0
+    assert result["storm"]["found_once"] == 3 and result["storm"]["duplicated"] == result["storm"]["missing"] == 0
+    crash = result["crash"]
+    assert crash["acknowledged"] > 0 and crash["acknowledged_lost"] == 0 and crash["half_written"] == 0
+
+
+def test_memoryarena_smoke(runs: dict[str, Run]) -> None:
+    result = runs["memoryarena"].result()
+    _has_provenance(result, "eval.memoryarena")
+    assert result["errors"] == []
+    assert set(result["domains"]) == {"formal_reasoning_math", "formal_reasoning_phys", "bundled_shopping",
+                                      "progressive_search"}
+    assert all(d["dependency_recall"] == 1.0 for d in result["domains"].values())

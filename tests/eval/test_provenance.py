@@ -1,0 +1,59 @@
+"""Every result file says how it was made; the shared-data path is defined once; a test
+that needs the shared data fails under CI=true when it is missing. Fast: no server."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from eval._paths import REPO_ROOT, SHARED_DATA
+from eval._provenance import PROVENANCE_KEYS, command_line, finish, header, provenance
+from tests.shared_data import require
+
+EVAL = REPO_ROOT / "eval"
+
+
+def test_provenance_names_command_date_commit_and_machine() -> None:
+    prov = finish(provenance("eval.replay", ["--smoke", "--out", "a b"]))
+    assert set(PROVENANCE_KEYS) <= set(prov) and "_t0" not in prov
+    assert prov["command"] == "python -m eval.replay --smoke --out 'a b'"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", prov["date_utc"])
+    assert prov["git_head"] is None or re.fullmatch(r"[0-9a-f]{40}", prov["git_head"])
+    m = prov["machine"]
+    assert m["cpu_count"] >= 1 and m["platform"] and m["processor"] and m["python"]
+    assert len(m["loadavg_at_start"]) == len(m["loadavg_at_end"]) == 3
+    assert isinstance(prov["wall_s"], float)
+    assert header(prov).startswith(prov["date_utc"])
+    assert command_line("eval/experience_stats.py", []) == "python eval/experience_stats.py"
+
+
+def test_every_eval_script_that_writes_a_result_records_provenance() -> None:
+    writers = [p for p in sorted(EVAL.glob("*.py")) if '"--out"' in p.read_text()]
+    assert {p.stem for p in writers} >= {"replay", "latency", "load", "fragments", "ingest_bench", "memoryarena",
+                                         "ceiling", "experience_stats", "git_ingest_bench"}
+    for path in writers:
+        text = path.read_text()
+        assert "provenance(" in text and "finish(" in text, f"{path.name} writes a result without provenance"
+
+
+def test_the_shared_data_path_is_defined_once() -> None:
+    # Code that builds the path, not prose that names it.
+    pattern = re.compile(r"""["']shared["']\s*/\s*["']data|Path\(["'][^"']*/shared/data|/\s*["']swe-contextbench-lite["']""")
+    sources = [p for d in ("eval", "tests", "codemem", "api", "integrations", "parsers")
+               for p in (REPO_ROOT / d).rglob("*.py") if p.name not in ("_paths.py", Path(__file__).name)]
+    assert [str(p.relative_to(REPO_ROOT)) for p in sources if pattern.search(p.read_text())] == []
+    assert "swe-contextbench-lite" in (EVAL / "_paths.py").read_text()
+    assert SHARED_DATA.name == "data"
+
+
+def test_missing_shared_data_skips_locally_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-data"
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="shared data not found"):
+        require(missing)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true and shared data not found"):
+        require(missing)
+    assert require(tmp_path) == tmp_path
