@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from eval._paths import REPO_ROOT
 
 # What the service runs: edits here change the figures. eval/ and tests/ are listed apart.
-SERVICE_PATHS = ("codemem", "api", "parsers", "integrations", "pyproject.toml")
+SERVICE_PATHS = ("codemem", "api", "parsers", "integrations", "cli", "pyproject.toml")
 PROVENANCE_KEYS = ("command", "date_utc", "git_head", "git_dirty", "service_dirty", "machine")
 
 

@@ -23,6 +23,7 @@ Target: `after` p50 within 1.3x of `compacted` p50. Writes `<out>.json` and `<ou
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import httpx
 
+from eval._provenance import finish, header, provenance
 from eval._replay_data import (
     DEFAULT_DATA,
     Condition,
@@ -79,8 +81,10 @@ def health(srv: Server) -> dict[str, object]:
 
 
 def figures(ms: list[float]) -> dict[str, float | int | None]:
-    return {"n": len(ms), "p50_ms": percentile(ms, 50) if ms else None, "p95_ms": percentile(ms, 95) if ms else None,
-            "max_ms": round(max(ms), 1) if ms else None}
+    if not ms:
+        return {"n": 0, "p50_ms": None, "p95_ms": None, "max_ms": None}
+    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1),
+            "max_ms": round(max(ms), 1)}
 
 
 def build_store(data_dir: str, data: Path, n_trajectories: int | None, tail: int, chunk: int) -> dict[str, object]:
@@ -91,7 +95,7 @@ def build_store(data_dir: str, data: Path, n_trajectories: int | None, tail: int
     with running_server(data_dir) as srv:
         rep = ingest(srv, plan_of(trajectories, head), chunk, concurrency=8)
         info["bulk_ingest_s"], info["bulk_errors"] = round(rep.wall_s, 1), len(rep.errors)
-    info["settled"] = wait_settled(data_dir, 300)
+        info["settled"] = wait_settled(data_dir, 300)
     with running_server(data_dir, env=OFF) as srv:
         rep = ingest(srv, plan_of(trajectories, rest), chunk, concurrency=8)
         info["tail_ingest_s"], info["tail_errors"] = round(rep.wall_s, 1), len(rep.errors)
@@ -133,7 +137,7 @@ def measure(data_dir: str, queries: list[str], timeout_s: float) -> dict[str, ob
 
 
 def markdown(result: dict[str, object]) -> str:
-    run, m = result["run"], result["measured"]  # type: ignore[index]
+    m = result["measured"]
     rows = [
         ("un-compacted store, compactor off", m["uncompacted"], m["uncompacted"]["store"]),  # type: ignore[index]
         ("restart, Searches during the start-up compaction", m["restart"]["during"], m["restart"]["store_at_start"]),  # type: ignore[index]
@@ -141,8 +145,8 @@ def markdown(result: dict[str, object]) -> str:
         ("fresh server on the compacted store", m["compacted"], m["compacted"]["store"]),  # type: ignore[index]
     ]
     lines = [
-        f"# Search after a restart on an un-compacted store\n\n`{run['command']}` ({run['date_utc']}, "  # type: ignore[index]
-        f"git {str(run['git_head'])[:10]}, {run['machine']['cpu_count']} cores)\n",  # type: ignore[index]
+        f"# Search after a restart on an un-compacted store\n\n`{result['provenance']['command']}` "  # type: ignore[index]
+        f"({header(result['provenance'])})\n",  # type: ignore[arg-type]
         "| phase | searches | p50 ms | p95 ms | max ms | fragments | small fragments | unindexed rows |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -155,8 +159,6 @@ def markdown(result: dict[str, object]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from eval._provenance import run_info, write_json
-
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="python -m eval.restart", description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the swe-contextbench-lite folder")
@@ -168,13 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "restart")
     args = p.parse_args(argv)
     queries = queries_of(args.data, args.queries)
-    info = run_info("eval.restart", argv)
+    prov = provenance("eval.restart", argv)
     with tempfile.TemporaryDirectory(prefix="cmbench-restart-store-") as store:
         built = build_store(store, args.data, args.trajectories, args.tail, args.chunk)
         log(f"store: {built}")
         measured = measure(store, queries, args.compact_timeout)
-    result = {"run": info, "store": built, "measured": measured}
-    write_json(Path(f"{args.out}.json"), result)
+    result = {"provenance": finish(prov), "store": built, "measured": measured}
+    Path(f"{args.out}.json").write_text(json.dumps(result, indent=1))
     Path(f"{args.out}.md").write_text(markdown(result))
     print(markdown(result))
     return 0

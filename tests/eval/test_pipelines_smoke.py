@@ -1,7 +1,7 @@
 """The evaluation pipelines end to end on tiny samples, so none of them can rot unseen:
-`eval.replay`, `eval.latency`, `eval.load` and `eval.memoryarena`, each run as its own
+`eval.replay`, `eval.latency`, `eval.load`, `eval.memoryarena` and `eval.restart`, each run as its own
 command (`python -m eval.X`, the way eval/README.md gives them) with its own real server,
-writing to a temporary `--out`. The four run at the same time (each loads the model in its
+writing to a temporary `--out`. The five run at the same time (each loads the model in its
 server, so running them side by side keeps both cores busy); together they take about a
 minute on an idle 2-core machine.
 
@@ -42,6 +42,8 @@ PIPELINES: dict[str, tuple[bool, list[str]]] = {
                     "--crash-clients", "2", "--crash-after", "2", "--sessions", "2", "--data", str(SWE_LITE),
                     "--out", "{out}/load.json"]),
     "memoryarena": (False, ["--data", str(FIXTURE), "--out", "{out}/memoryarena.json"]),
+    "restart": (True, ["--trajectories", "6", "--tail", "4", "--queries", "3", "--compact-timeout", "90",
+                       "--data", str(SWE_LITE), "--out", "{out}/restart"]),
 }
 
 
@@ -163,3 +165,18 @@ def test_memoryarena_smoke(runs: dict[str, Run]) -> None:
     assert set(result["domains"]) == {"formal_reasoning_math", "formal_reasoning_phys", "bundled_shopping",
                                       "progressive_search"}
     assert all(d["dependency_recall"] == 1.0 for d in result["domains"].values())
+
+
+@needs_swe_lite
+def test_restart_smoke(runs: dict[str, Run]) -> None:
+    result = runs["restart"].result()
+    _has_provenance(result, "eval.restart")
+    assert result["store"]["bulk_errors"] == result["store"]["tail_errors"] == 0
+    m = result["measured"]
+    # The store was left loose, and the server started on it compacted it without a new write.
+    loose = m["uncompacted"]["store"]
+    assert (loose["small_fragments"] > 8 or loose["unindexed_rows"] > 500) and loose["compactions"] == 0
+    assert m["restart"]["compacted_after_s"] is not None
+    assert m["restart"]["store_after"]["unindexed_rows"] == 0 and m["restart"]["store_after"]["compactions"] >= 1
+    assert m["restart"]["after"]["n"] == m["compacted"]["n"] == 3 and m["after_vs_compacted_p50"] > 0
+    assert "| restart, after the start-up compaction |" in (runs["restart"].out / "restart.md").read_text()
