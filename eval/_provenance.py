@@ -100,6 +100,8 @@ def header(prov: dict[str, object]) -> str:
     """One line for a markdown report."""
     m = prov["machine"]
     head = str(prov.get("git_head") or "?")[:10]
-    dirty = " + uncommitted edits" if prov.get("git_dirty") else ""
+    # Uncommitted result files of earlier runs make the tree dirty without changing what runs.
+    dirty = (" + uncommitted service edits" if prov.get("service_dirty")
+             else " + uncommitted files outside the service" if prov.get("git_dirty") else "")
     return (f"{prov['date_utc']}, git {head}{dirty}, {m['cpu_count']} cores, {m['memory_gb']} GB, "  # type: ignore[index]
             f"load {m['loadavg_at_start'][0]}")  # type: ignore[index]

@@ -140,7 +140,7 @@ def markdown(result: dict[str, object]) -> str:
     m = result["measured"]
     rows = [
         ("un-compacted store, compactor off", m["uncompacted"], m["uncompacted"]["store"]),  # type: ignore[index]
-        ("restart, Searches during the start-up compaction", m["restart"]["during"], m["restart"]["store_at_start"]),  # type: ignore[index]
+        ("restart, first Searches once healthy", m["restart"]["during"], m["restart"]["store_at_start"]),  # type: ignore[index]
         ("restart, after the start-up compaction", m["restart"]["after"], m["restart"]["store_after"]),  # type: ignore[index]
         ("fresh server on the compacted store", m["compacted"], m["compacted"]["store"]),  # type: ignore[index]
     ]
@@ -153,7 +153,11 @@ def markdown(result: dict[str, object]) -> str:
     for name, f, store in rows:
         lines.append(f"| {name} | {f['n']} | {f['p50_ms']} | {f['p95_ms']} | {f['max_ms']} | {store['fragments']} "
                      f"| {store['small_fragments']} | {store['unindexed_rows']} |")
-    lines.append(f"\nStart-up compaction done {m['restart']['compacted_after_s']} s after the server was healthy; "  # type: ignore[index]
+    at_start = m["restart"]["store_at_start"]  # type: ignore[index]
+    when = ("before the server was healthy (the compaction starts with the server, the model takes longer to load)"
+            if at_start["compactions"] >= 1 and at_start["unindexed_rows"] == 0
+            else f"{m['restart']['compacted_after_s']} s after the server was healthy, while the first Searches ran")  # type: ignore[index]
+    lines.append(f"\nThe start-up compaction was done {when}. "
                  f"p50 after it / compacted p50 = **{m['after_vs_compacted_p50']}** (target <= 1.3).\n")  # type: ignore[index]
     return "\n".join(lines)
 
