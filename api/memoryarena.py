@@ -22,9 +22,8 @@ Its two settings are MemoryArena's, not the core's: `MemoryArenaSettings` reads 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import msgspec
 from anyio import to_thread
@@ -33,7 +32,8 @@ from litestar.datastructures import State
 
 from api.auth import require_api_key
 from api.bodies import decode_body
-from codemem.config import ENV_PREFIX
+from codemem.config import ENV_PREFIX, read_env
+from codemem.config import env_names as config_env_names
 from codemem.text_memories import Recalled, TextMemories
 
 OK = "ok"
@@ -51,22 +51,11 @@ class MemoryArenaSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> MemoryArenaSettings:
-        env = os.environ if environ is None else environ
-        values: dict[str, int] = {}
-        for f in fields(cls):
-            name = _ENV_PREFIX + f.name.upper()
-            raw = env.get(name)
-            if not raw:
-                continue
-            try:
-                values[f.name] = int(raw)
-            except ValueError:
-                raise ValueError(f"{name}={raw!r} is not a valid int") from None
-        return cls(**values)
+        return cls(**read_env(cls, _ENV_PREFIX, environ))  # type: ignore[arg-type]
 
 
 def env_names() -> list[str]:
-    return [_ENV_PREFIX + f.name.upper() for f in fields(MemoryArenaSettings)]
+    return config_env_names(MemoryArenaSettings, _ENV_PREFIX)
 
 
 class InitializeBody(msgspec.Struct):

@@ -93,13 +93,8 @@ class Settings:
     ) -> Settings:
         """Defaults (`defaults` over the class's), then `CODEMEM_*` variables, then explicit
         overrides that are not None."""
-        env = os.environ if environ is None else environ
         values: dict[str, object] = dict(defaults or {})
-        for f in fields(cls):
-            raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw is None or raw == "":
-                continue
-            values[f.name] = _coerce(f, raw)
+        values.update(read_env(cls, ENV_PREFIX, environ))
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -142,11 +137,24 @@ def agent_defaults(environ: Mapping[str, str] | None = None) -> dict[str, object
     return {"data_dir": os.path.join(base, "codemem"), "search_token_budget": 10_000}
 
 
-def env_names() -> list[str]:
-    return [ENV_PREFIX + f.name.upper() for f in fields(Settings)]
+def env_names(cls: type = Settings, prefix: str = ENV_PREFIX) -> list[str]:
+    """The variables that set a settings dataclass: `prefix` + each field's name in capitals."""
+    return [prefix + f.name.upper() for f in fields(cls)]
 
 
-def _coerce(f: dataclasses.Field[object], raw: str) -> object:
+def read_env(cls: type, prefix: str, environ: Mapping[str, str] | None = None) -> dict[str, object]:
+    """The fields of settings dataclass `cls` that `prefix`-ed variables set (unset or empty
+    ones are left out), coerced to the field's type."""
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for f in fields(cls):
+        raw = env.get(prefix + f.name.upper())
+        if raw:
+            values[f.name] = _coerce(f, raw, prefix)
+    return values
+
+
+def _coerce(f: dataclasses.Field[object], raw: str, prefix: str) -> object:
     kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     try:
         if kind.startswith("bool"):
@@ -158,5 +166,5 @@ def _coerce(f: dataclasses.Field[object], raw: str) -> object:
         if kind.startswith("float"):
             return float(raw)
     except ValueError as exc:
-        raise ValueError(f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not a valid {kind}") from exc
+        raise ValueError(f"{prefix}{f.name.upper()}={raw!r} is not a valid {kind}") from exc
     return raw

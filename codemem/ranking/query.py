@@ -57,9 +57,9 @@ class Query:
 
 
 def parse_query(text: str) -> Query:
-    code_refs = extract_text_refs(text).terms()
+    code_refs = extract_text_refs(text).terms()[:MAX_REFS]
     exact = exact_terms(text)
-    refs = list(dict.fromkeys([*code_refs[:MAX_REFS], *exact]))[:MAX_REFS + MAX_EXACT]
+    refs = list(dict.fromkeys([*code_refs, *exact]))[:MAX_REFS + MAX_EXACT]
     # Digits count where they are part of an exact identifier (module_377, E501): elsewhere
     # (versions, line numbers, counts) they only add noise.
     exact_words = {t for term in exact for t in _WORD.findall(term)}
@@ -71,6 +71,6 @@ def parse_query(text: str) -> Query:
     first: dict[str, int] = {}
     for i, t in enumerate(tokens):
         first.setdefault(t, i)
-    from_refs = {t.lower() for ref in code_refs[:MAX_REFS] for t in _WORD.findall(ref)}
+    from_refs = {t.lower() for ref in code_refs for t in _WORD.findall(ref)}
     ranked = sorted(counts, key=lambda t: (t not in from_refs, -counts[t], first[t]))
     return Query(text=text, words=ranked[:MAX_WORDS], refs=refs)
