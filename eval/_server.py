@@ -123,6 +123,16 @@ class Server:
     def stop(self) -> int | None:
         return stop(self.proc, self._stop_timeout_s) if self.proc is not None else None
 
+    def kill(self, wait_s: float = 60.0) -> int | None:
+        """SIGKILL the server's whole process group, no warning, and wait until it is gone
+        (a large process takes a while to die: `revive()` right after a bare killpg can still
+        see it alive and not restart it)."""
+        if self.proc is None:
+            return None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        return self.proc.wait(timeout=wait_s)
+
     def _wait_ready(self) -> None:
         assert self.proc is not None
         deadline = time.monotonic() + self._ready_timeout_s

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import time
 import uuid
 from collections import Counter
@@ -39,7 +38,7 @@ import httpx
 
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import finish, provenance
-from eval._server import Server, running_server
+from eval._server import Server, ServerError, running_server
 from eval.latency import load_queries, load_sessions, summary_ms
 
 CHUNK = 20
@@ -180,13 +179,13 @@ async def crash(srv: Server, clients: int, after_s: float) -> dict[str, object]:
 
         async def killer() -> None:
             await asyncio.sleep(after_s)
-            os.killpg(srv.pid, signal.SIGKILL)  # the server's whole process group, no warning
-            await asyncio.sleep(0.5)
+            await asyncio.to_thread(srv.kill)
             stop.set()
 
         await asyncio.gather(killer(), *(streamer(i) for i in range(clients)))
     t0 = time.perf_counter()
-    srv.revive()
+    if not srv.revive():
+        raise ServerError("the server outlived its SIGKILL")
     restart_s = time.perf_counter() - t0
     texts = await answers(srv.url, "crash", sent)
     # Which of its two messages each Add has in store (the card's task may quote part 1 too).
