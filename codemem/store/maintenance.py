@@ -67,10 +67,13 @@ class Compactor:
 
     def due(self, pending: int, quiet: bool, first: bool) -> bool:
         """Whether a round should compact: enough commits, writes gone quiet, or (at start-up,
-        or after any commit) a store past its bounds."""
+        after any commit, or after a failed round) a store past its bounds. A failed round is
+        retried even when no write came since: otherwise a store left past its bounds by the
+        failure stays so until the next write."""
         if pending >= self.min_writes or (pending > 0 and quiet):
             return True
-        return (first or pending > 0) and self.bounds.exceeded(self.store.stats())
+        retry = first or pending > 0 or self.last_error is not None
+        return retry and self.bounds.exceeded(self.store.stats())
 
     def pending(self) -> int:
         """Commits since the last compaction, by any process."""

@@ -4,6 +4,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from codemem.models import Message
 from codemem.sessions import MessageCache
 from codemem.store.lance import Store
@@ -162,3 +164,20 @@ def test_a_store_within_bounds_is_left_alone_until_commits_pile_up(tmp_path: Pat
     assert tight.due(pending=0, quiet=False, first=True)  # past a bound at start-up
     assert tight.due(pending=1, quiet=False, first=False)  # past a bound after a commit
     assert not tight.due(pending=0, quiet=True, first=False)  # nothing new since: no busy loop
+
+
+def test_a_failed_round_is_retried_without_a_new_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _loose_store(tmp_path, commits=3, rows_each=10)
+    compactor = Compactor(store, interval_s=0, min_writes=50, bounds=Bounds(small_fragments=2, unindexed_rows=500))
+    real_optimize = store.optimize
+
+    def conflicting(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Retryable commit conflict")
+
+    monkeypatch.setattr(store, "optimize", conflicting)
+    assert compactor.run_once() and compactor.last_error == "RuntimeError"
+    # No write since the failed round, yet the store is still past its bounds: try again.
+    assert compactor.due(pending=compactor.pending(), quiet=True, first=False)
+    monkeypatch.setattr(store, "optimize", real_optimize)
+    assert compactor.run_once() and compactor.last_error is None
+    assert not compactor.due(pending=compactor.pending(), quiet=True, first=False)
