@@ -19,6 +19,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from eval._stats import percentile
+
 CHARS_PER_TOKEN = 4
 WINDOW_TOKENS = 8000
 TOKEN_NOTE = "tokens ~= characters / 4 of each item's text content"
@@ -140,17 +142,6 @@ class Summary:
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated percentile (numpy's default), None for no values."""
-    if not values:
-        return None
-    s = sorted(values)
-    pos = (len(s) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -35,6 +35,7 @@ from codemem.models import Message  # noqa: E402
 from codemem.transcripts import render_claude_code_events  # noqa: E402
 from eval._paths import RESULTS, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
+from eval._stats import percentile  # noqa: E402
 
 DEFAULT_TAR = SWE_LITE_TAR
 _GIT_DIFF = re.compile(r"\bgit\b(?:\s+-C\s+\S+|\s+--no-pager|\s+-c\s+\S+)*\s+diff\b")
@@ -98,14 +99,9 @@ def _without_git_diff(messages: list[Message]) -> list[Message]:
     return out
 
 
-def _pct(values: list[int], q: float) -> int:
-    ordered = sorted(values)
-    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
-
-
 def _dist(values: list[int]) -> str:
     return (
-        f"min {min(values)} p50 {_pct(values, 0.5)} p95 {_pct(values, 0.95)} "
+        f"min {min(values)} p50 {percentile(values, 50):.0f} p95 {percentile(values, 95):.0f} "
         f"max {max(values)} mean {statistics.mean(values):.1f}"
     )
 

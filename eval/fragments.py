@@ -37,6 +37,7 @@ import httpx  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
 from eval._server import post_retrying, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
+from eval._stats import summary_ms  # noqa: E402
 from eval.latency import (  # noqa: E402
     RESULTS,
     conditions,
@@ -44,7 +45,6 @@ from eval.latency import (  # noqa: E402
     load_queries,
     load_sessions,
     searches_with_cpu,
-    summary_ms,
     table_stats,
 )
 

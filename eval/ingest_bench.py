@@ -26,15 +26,9 @@ import httpx
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import finish, provenance
 from eval._server import running_server
+from eval._stats import summary_ms
 
 DEFAULT_DATA = SWE_LITE
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
 
 
 def load_sessions(data: Path, limit: int | None) -> list[tuple[str, list[dict]]]:
@@ -107,8 +101,8 @@ def main(argv: list[str] | None = None) -> None:
             "errors": errors,
             "wall_s": round(wall, 1),
             "messages_per_s": round(n_messages / wall, 1),
-            "add_ms": {"p50": round(pct(add_ms, 50)), "p95": round(pct(add_ms, 95)), "max": round(max(add_ms))},
-            "search_ms": {"p50": round(pct(search_ms, 50)), "p95": round(pct(search_ms, 95)), "max": round(max(search_ms))},
+            "add_ms": summary_ms([v / 1000 for v in add_ms], digits=0),
+            "search_ms": summary_ms([v / 1000 for v in search_ms], digits=0),
             "search_chars_returned": {"p50": int(statistics.median(sizes)), "max": max(sizes)},
         }
         result["cards"] = card_stats(data_dir)

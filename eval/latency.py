@@ -38,7 +38,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
@@ -51,7 +50,6 @@ from queue import Empty, Queue
 os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation warnings, in this process
 
 import httpx  # noqa: E402
-import numpy as np  # noqa: E402
 
 from eval._paths import RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
@@ -64,6 +62,7 @@ from eval._server import (  # noqa: E402
     shield_from_stray_sigterm,
     use_source,
 )
+from eval._stats import percentile, summary_ms  # noqa: E402
 
 DATA = SWE_LITE
 TAR = SWE_LITE_TAR
@@ -104,19 +103,6 @@ def chunks(sessions: list[tuple[str, list[dict[str, object]]]], size: int, tag: 
 
 
 # -- measuring --------------------------------------------------------------------------------
-
-def pct(values: list[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None
-
-
-def summary_ms(values_s: list[float]) -> dict[str, float | int | None]:
-    ms = [v * 1000 for v in values_s]
-    return {
-        "n": len(ms),
-        "p50": pct(ms, 50), "p95": pct(ms, 95), "p99": pct(ms, 99),
-        "mean": statistics.fmean(ms) if ms else None, "min": min(ms) if ms else None, "max": max(ms) if ms else None,
-    }
-
 
 def add_all(srv: Server, user_id: str, work: list[tuple[str, str, list[dict]]], concurrency: int,
             timeout_s: float = 600.0) -> tuple[list[float], float, list[str]]:
@@ -194,7 +180,7 @@ def run_searches(srv: Server, user_id: str, queries: list[str], n: int, top_k: i
             sizes.append(len(body))
             hits.append(len(json.loads(body)["data"]))
     return {"latency_ms": summary_ms(lat), "warmup_ms": [w * 1000 for w in warm], "errors": errors,
-            "response_bytes_p50": pct(sizes, 50), "hits_p50": pct(hits, 50), "raw_ms": [x * 1000 for x in lat]}
+            "response_bytes_p50": percentile(sizes, 50), "hits_p50": percentile(hits, 50), "raw_ms": [x * 1000 for x in lat]}
 
 
 def searches_with_cpu(srv: Server, user_id: str, queries: list[str], n: int) -> dict[str, object]:

@@ -39,7 +39,8 @@ import httpx
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import finish, provenance
 from eval._server import Server, ServerError, running_server
-from eval.latency import load_queries, load_sessions, summary_ms
+from eval._stats import summary_ms
+from eval.latency import load_queries, load_sessions
 
 CHUNK = 20
 

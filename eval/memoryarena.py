@@ -45,7 +45,7 @@ import httpx
 from eval._paths import RESULTS
 from eval._provenance import finish, provenance
 from eval._server import running_server
-from eval.latency import pct, summary_ms
+from eval._stats import percentile, summary_ms
 
 SUBSETS = ("formal_reasoning_math", "formal_reasoning_phys", "bundled_shopping", "progressive_search",
            "group_travel_planner")
@@ -254,7 +254,7 @@ def summarise(replay: Replay) -> dict[str, dict[str, object]]:
 
 
 def _p50_p95(values: list[float]) -> dict[str, float | None]:
-    return {"p50": pct(values, 50), "p95": pct(values, 95)}
+    return {"p50": percentile(values, 50), "p95": percentile(values, 95)}
 
 
 def table(summary: dict[str, dict[str, object]]) -> str:

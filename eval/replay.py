@@ -69,12 +69,12 @@ from eval._replay_metrics import (
     Item,
     QueryScore,
     count_tokens,
-    percentile,
     score_query,
     summarize_all,
 )
 from eval._replay_report import LEGEND, latency_kind, markdown, plot, text_table
 from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
+from eval._stats import percentile
 
 MANIFEST = "replay-manifest.json"
 DEFAULT_CACHE = RESULTS / "tmp" / "replay-cache"  # gitignored

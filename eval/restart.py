@@ -42,8 +42,8 @@ from eval._replay_data import (
     load_tasks,
     trajectory_repos,
 )
-from eval._replay_metrics import percentile
 from eval._server import Server, post_retrying, running_server
+from eval._stats import summary_ms
 from eval.replay import Plan, ingest, wait_settled
 
 USER = "all"
@@ -66,25 +66,18 @@ def plan_of(trajectories: dict[str, Trajectory], ids: Sequence[str]) -> Plan:
 
 
 def search_all(srv: Server, queries: Sequence[str]) -> list[float]:
-    """Each query once, sequentially; milliseconds, measured by the client."""
+    """Each query once, sequentially; seconds, measured by the client."""
     out = []
     with httpx.Client(timeout=300.0, trust_env=False) as client:
         for q in queries:
             r, dt = post_retrying(client, srv, "/search", {"user_id": USER, "query": q, "top_k": TOP_K})
             r.raise_for_status()
-            out.append(dt * 1000)
+            out.append(dt)
     return out
 
 
 def health(srv: Server) -> dict[str, object]:
     return httpx.get(srv.url + "/health", timeout=30, trust_env=False).json()
-
-
-def figures(ms: list[float]) -> dict[str, float | int | None]:
-    if not ms:
-        return {"n": 0, "p50_ms": None, "p95_ms": None, "max_ms": None}
-    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1),
-            "max_ms": round(max(ms), 1)}
 
 
 def build_store(data_dir: str, data: Path, n_trajectories: int | None, tail: int, chunk: int) -> dict[str, object]:
@@ -108,7 +101,7 @@ def measure(data_dir: str, queries: list[str], timeout_s: float) -> dict[str, ob
     with tempfile.TemporaryDirectory(prefix="cmbench-restart-") as copy:
         shutil.copytree(data_dir, copy, dirs_exist_ok=True)
         with running_server(copy, env=OFF) as srv:
-            result["uncompacted"] = {"store": health(srv), **figures(search_all(srv, queries))}
+            result["uncompacted"] = {"store": health(srv), **summary_ms(search_all(srv, queries), digits=1)}
     log(f"uncompacted: {result['uncompacted']}")
 
     with running_server(data_dir) as srv:
@@ -124,14 +117,14 @@ def measure(data_dir: str, queries: list[str], timeout_s: float) -> dict[str, ob
                 break
         after = search_all(srv, queries)
         result["restart"] = {"store_at_start": at_start, "compacted_after_s": compacted_after_s,
-                             "during": figures(during), "after": figures(after), "store_after": health(srv)}
+                             "during": summary_ms(during, digits=1), "after": summary_ms(after, digits=1), "store_after": health(srv)}
     log(f"restart: {result['restart']}")
 
     with running_server(data_dir) as srv:
-        result["compacted"] = {"store": health(srv), **figures(search_all(srv, queries))}
+        result["compacted"] = {"store": health(srv), **summary_ms(search_all(srv, queries), digits=1)}
     log(f"compacted: {result['compacted']}")
-    after_p50 = result["restart"]["after"]["p50_ms"]  # type: ignore[index]
-    ref_p50 = result["compacted"]["p50_ms"]  # type: ignore[index]
+    after_p50 = result["restart"]["after"]["p50"]  # type: ignore[index]
+    ref_p50 = result["compacted"]["p50"]  # type: ignore[index]
     result["after_vs_compacted_p50"] = round(after_p50 / ref_p50, 2) if after_p50 and ref_p50 else None
     return result
 
@@ -151,7 +144,7 @@ def markdown(result: dict[str, object]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, f, store in rows:
-        lines.append(f"| {name} | {f['n']} | {f['p50_ms']} | {f['p95_ms']} | {f['max_ms']} | {store['fragments']} "
+        lines.append(f"| {name} | {f['n']} | {f['p50']} | {f['p95']} | {f['max']} | {store['fragments']} "
                      f"| {store['small_fragments']} | {store['unindexed_rows']} |")
     at_start = m["restart"]["store_at_start"]  # type: ignore[index]
     when = ("before the server was healthy (the compaction starts with the server, the model takes longer to load)"

@@ -24,12 +24,12 @@ from eval._replay_metrics import (
     first_gold_session_rank,
     gold_share,
     hit_at,
-    percentile,
     reciprocal_rank,
     score_query,
     summarize,
     tokens_before,
 )
+from eval._stats import percentile, summary_ms
 
 GOLD = frozenset({"g"})
 
@@ -125,6 +125,12 @@ def test_percentile_interpolates() -> None:
     assert percentile([1, 2, 3, 4], 50) == 2.5
     assert percentile([5], 95) == 5
     assert percentile([], 50) is None
+
+
+def test_summary_ms_reports_milliseconds_rounded_on_request() -> None:
+    s = summary_ms([0.010, 0.020, 0.0304], digits=1)
+    assert s["n"] == 3 and s["p50"] == 20.0 and s["max"] == 30.4 and s["min"] == 10.0
+    assert summary_ms([])["p95"] is None
 
 
 # -- rendering --------------------------------------------------------------------------------
