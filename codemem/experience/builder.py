@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import msgspec
 
 import parsers
+from codemem.clip import clip
 from codemem.experience import reasoning
 from codemem.experience.diffs import edit_hunk, trim_diff
 from codemem.experience.paths import is_scratch_name, match_patch_path
@@ -66,7 +67,7 @@ def _command_line(command: str) -> str | None:
         return None
     first = line.split("\n", 1)
     line = first[0] + (" ..." if len(first) > 1 else "")
-    return line if len(line) <= 200 else line[:197] + "..."
+    return clip(line, 200)
 
 
 class _Edits:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from codemem.clip import clip
 from codemem.experience import reasoning
 from codemem.experience.tracker import EditRecord, SessionFacts, edit_diff
 from codemem.experience.types import StepRecord
@@ -15,17 +16,12 @@ DECISIONS = 6
 _DECISION_SCORE = 4.0
 
 
-def _bounded(text: str, limit: int = STEP_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", 0, limit - 20)
-    cut = cut if cut > limit // 2 else limit - 20
-    return text[:cut] + "\n... (cut)"
+def _bounded(text: str) -> str:
+    return clip(text, STEP_CHARS, "\n... (cut)", break_at="\n")
 
 
 def _one_line(command: str, limit: int = 200) -> str:
-    line = " ".join(command.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    return clip(" ".join(command.split()), limit)
 
 
 def _edit_steps(facts: SessionFacts, keep: Callable[[EditRecord], str | None]) -> list[StepRecord]:
