@@ -1,6 +1,6 @@
 """An agent's patch becomes one edit per hunk, read by the same diff parser as everything else."""
 
-from codemem.experience.patches import PatchHunk, patch_hunks
+from codemem.experience.building.patches import PatchHunk, patch_hunks
 
 
 def test_unified_patch_gives_each_hunk_its_sides_start_and_header() -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from codemem.clip import clip
-from codemem.experience import reasoning
-from codemem.experience.tracker import EditRecord, SessionFacts, edit_diff
+from codemem.experience.building.tracker import EditRecord, SessionFacts, edit_diff
+from codemem.experience.recognising import reasoning
 from codemem.experience.types import StepRecord
 
 STEP_CHARS = 1500

@@ -17,8 +17,8 @@ import re
 import msgspec
 
 import parsers
-from codemem.experience.diffs import edit_hunk
-from codemem.experience.fileviews import FileView
+from codemem.experience.building.diffs import edit_hunk
+from codemem.experience.building.fileviews import FileView
 
 _DEF_LINE = re.compile(r"^(\s*)(?:async\s+def|def|class|func|fn|function)\s+\w")
 _MAX_CREATED_SYMBOLS = 12

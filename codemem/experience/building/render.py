@@ -8,8 +8,8 @@ from __future__ import annotations
 from functools import partial
 
 from codemem.clip import clip
-from codemem.experience.diffs import trim_diff
-from codemem.experience.testruns import TestRun
+from codemem.experience.building.diffs import trim_diff
+from codemem.experience.recognising.testruns import TestRun
 from codemem.experience.types import ExperienceCard
 
 _TASK_SHARE = 0.3
