@@ -20,7 +20,7 @@ import msgspec
 
 from codemem.clip import clip_middle
 from codemem.models import ContentPart, Hit
-from codemem.ranking.assemble import Group
+from codemem.ranking.assemble import FoundExperience
 from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.shape import CHARS_PER_TOKEN, within_budget
 from codemem.ranking.types import Candidate
@@ -62,7 +62,7 @@ class Shape:
         return min(top_k, int(fit * 1.5) + 1)
 
 
-def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]], user_id: str,
+def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Candidate]], user_id: str,
           top_k: int, shape: Shape) -> list[Hit]:
     """Hits for `groups` (best first): `read` fetches whole rows by id.
 
