@@ -16,8 +16,13 @@ DECISIONS = 6
 _DECISION_SCORE = 4.0
 
 
+_CUT = "\n... (cut)"
+_CUT_SLACK = 10  # a cut step stays this far under STEP_CHARS: the bound the replay was measured with
+
+
 def _bounded(text: str) -> str:
-    return clip(text, STEP_CHARS, "\n... (cut)", break_at="\n")
+    """The step text whole up to STEP_CHARS, else cut at a line end with a marker."""
+    return text if len(text) <= STEP_CHARS else clip(text, STEP_CHARS - _CUT_SLACK, _CUT, break_at="\n")
 
 
 def _one_line(command: str, limit: int = 200) -> str:
