@@ -18,10 +18,11 @@ from typing import Any
 
 import msgspec
 
+from codemem.clip import clip_middle
 from codemem.models import ContentPart, Hit
-from codemem.ranking.assemble import Group
+from codemem.ranking.assemble import FoundExperience
 from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
-from codemem.ranking.shape import CHARS_PER_TOKEN, trim, within_budget
+from codemem.ranking.shape import CHARS_PER_TOKEN, within_budget
 from codemem.ranking.types import Candidate
 
 _ENCODER = msgspec.json.Encoder()
@@ -61,7 +62,7 @@ class Shape:
         return min(top_k, int(fit * 1.5) + 1)
 
 
-def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]], user_id: str,
+def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Candidate]], user_id: str,
           top_k: int, shape: Shape) -> list[Hit]:
     """Hits for `groups` (best first): `read` fetches whole rows by id.
 
@@ -88,7 +89,7 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
                 continue
             if shown.covers(row):
                 continue
-            text, _ = trim(str(row["text"]), min(allot, shape.max_item_chars))
+            text, _ = clip_middle(str(row["text"]), min(allot, shape.max_item_chars))
             shown.add(text)
             allot -= len(text)
             inline.append((row, text))
@@ -170,7 +171,7 @@ def _item_hit(row: Row, score: float, max_chars: int) -> Hit:
     if raw_content:  # multimodal parts are returned as stored
         content = msgspec.json.decode(raw_content, type=list[ContentPart])
     else:
-        content, omitted = trim(str(row["text"]), max_chars)
+        content, omitted = clip_middle(str(row["text"]), max_chars)
         if omitted:
             meta["omitted_chars"] = omitted
     created = datetime.fromtimestamp(int(row["created_at"]) / 1000, UTC).isoformat(timespec="milliseconds")

@@ -128,7 +128,7 @@ class MiniLMEmbedder:
         lock, since torch already spreads one batch over every core.
         """
         if len(texts) == 1 and self.onnx_queries and (encoder := _ONNX.get(MINILM_NAME)) is not None:
-            return encoder.embed_one(_clip(texts[0], max_tokens), max_tokens).reshape(1, self.dim).astype(np.float32)
+            return encoder.embed_one(_prefix_for_tokenizer(texts[0], max_tokens), max_tokens).reshape(1, self.dim).astype(np.float32)
         return self._torch_embed(texts, max_tokens)
 
     def _torch_embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
@@ -137,7 +137,7 @@ class MiniLMEmbedder:
         import torch
 
         model = self.load()
-        clipped = [_clip(t, max_tokens) for t in texts]
+        clipped = [_prefix_for_tokenizer(t, max_tokens) for t in texts]
         order = sorted(range(len(clipped)), key=lambda i: len(clipped[i]))
         out = np.zeros((len(clipped), self.dim), dtype=np.float32)
         with _RUN_LOCK if len(clipped) > 1 else contextlib.nullcontext():
@@ -159,11 +159,11 @@ class MiniLMEmbedder:
         if not texts:
             return []
         tokenizer = self.load().tokenizer
-        ids = tokenizer([_clip(t, max_tokens) for t in texts], truncation=True, max_length=max_tokens)["input_ids"]
+        ids = tokenizer([_prefix_for_tokenizer(t, max_tokens) for t in texts], truncation=True, max_length=max_tokens)["input_ids"]
         return [_fingerprint(i) for i in ids]
 
 
-def _clip(text: str, max_tokens: int) -> str:
+def _prefix_for_tokenizer(text: str, max_tokens: int) -> str:
     """Characters beyond ~8 per token can never reach the model: cut before tokenising."""
     return text[: max_tokens * 8]
 

@@ -24,11 +24,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import IO
 
 import git
 
 import parsers
+from codemem.clip import clip
 from codemem.experience.types import Experience, ExperienceCard, StepRecord
 from parsers.types import CodeRefs, DiffFile, unique
 
@@ -487,12 +489,4 @@ def _file_step(position: int, path: str, df: DiffFile | None) -> StepRecord:
     )
 
 
-def _trim(text: str, limit: int, marker: str = "...") -> str:
-    """``text`` cut to at most ``limit`` chars, at a line end when one is near, marker included."""
-    if len(text) <= limit:
-        return text
-    room = max(limit - len(marker), 0)
-    cut = text.rfind("\n", 0, room)
-    if cut < room // 2:
-        cut = room
-    return text[:cut] + marker
+_trim = partial(clip, break_at="\n")  # a commit card's parts end at a whole line

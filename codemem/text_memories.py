@@ -22,11 +22,12 @@ from datetime import datetime
 
 import msgspec
 
+from codemem.clip import clip_middle
 from codemem.content import require_text
 from codemem.errors import InvalidInput, NotFound
 from codemem.memory import Memory
 from codemem.models import AddRequest, Hit, Message, SearchRequest
-from codemem.ranking.shape import CHARS_PER_TOKEN, trim
+from codemem.ranking.shape import CHARS_PER_TOKEN
 from codemem.sessions import base_row
 from codemem.store.schema import key_of
 from codemem.store.writer import Upsert
@@ -116,7 +117,7 @@ class TextMemories:
                 text, created = str(cards[sid].content), _ms(cards[sid].created_at)
             else:
                 continue
-            out.append(Recalled(sid, trim(text.strip(), max_chars)[0], created, score))
+            out.append(Recalled(sid, clip_middle(text.strip(), max_chars)[0], created, score))
         return out
 
 

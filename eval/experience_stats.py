@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from codemem.experience import build_experience  # noqa: E402
-from codemem.experience.paths import is_scratch_name  # noqa: E402
+from codemem.experience.building.paths import is_scratch_name  # noqa: E402
 from codemem.models import Message  # noqa: E402
 from codemem.transcripts import render_claude_code_events  # noqa: E402
 from eval._paths import RESULTS, SWE_LITE_TAR  # noqa: E402

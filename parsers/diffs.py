@@ -161,6 +161,7 @@ def _build(b: _FileBuilder, new_sources: Mapping[str, str] | None, resolve: bool
             new_start=h.new_start, new_len=h.new_count if h.new_len is None else h.new_len,
             header=h.header,
             added=[t for _, t in h.added], removed=[t for _, _, t in h.removed], symbols=symbols,
+            body=h.body, located=h.old_len is not None and h.new_len is not None,
         ))
     old_path = b.old_path if b.old_path and b.new_path and b.old_path != b.new_path else None
     return DiffFile(
@@ -230,9 +231,12 @@ def _file_meta(cur: _FileBuilder, line: str) -> bool:
     return True
 
 
-def parse_diff(diff_text: str, new_sources: Mapping[str, str] | None = None) -> list[DiffFile]:
+def parse_diff(
+    diff_text: str, new_sources: Mapping[str, str] | None = None, *, resolve_symbols: bool = True
+) -> list[DiffFile]:
     """Every file of every diff found in ``diff_text``, hunks resolved to enclosing
-    symbols (through ``new_sources[path]`` when given, else from the hunk itself)."""
+    symbols (through ``new_sources[path]`` when given, else from the hunk itself) unless
+    ``resolve_symbols`` is False (a reader that wants only the hunks skips the parsing)."""
     if not isinstance(diff_text, str) or ("@@" not in diff_text and "diff --git" not in diff_text):
         return []
     text = strip_ansi(diff_text)
@@ -241,7 +245,7 @@ def parse_diff(diff_text: str, new_sources: Mapping[str, str] | None = None) -> 
     hunks = 0
     for builder in _scan(lines[:_MAX_LINES]):
         hunks += len(builder.hunks)
-        built = _build(builder, new_sources, resolve=hunks <= _MAX_RESOLVED_HUNKS)
+        built = _build(builder, new_sources, resolve=resolve_symbols and hunks <= _MAX_RESOLVED_HUNKS)
         if built is not None:
             out.append(built)
     return out

@@ -35,19 +35,23 @@ class HunkLines:
     # The header's own counts; None for hand-written hunks that omit them.
     old_len: int | None = None
     new_len: int | None = None
+    body: list[str] = field(default_factory=list)  # each line with its " ", "+" or "-" tag
 
     def context(self, old_no: int, new_no: int, text: str) -> None:
+        self.body.append(" " + text)
         self.new_side.append((new_no, text))
         self.old_side.append((old_no, text))
         self.old_count += 1
         self.new_count += 1
 
     def add(self, new_no: int, text: str) -> None:
+        self.body.append("+" + text)
         self.new_side.append((new_no, text))
         self.added.append((new_no, text))
         self.new_count += 1
 
     def remove(self, old_no: int, new_no: int, text: str) -> None:
+        self.body.append("-" + text)
         self.old_side.append((old_no, text))
         self.removed.append((old_no, new_no, text))
         self.old_count += 1

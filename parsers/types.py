@@ -56,7 +56,10 @@ class Frame:
 @dataclass(frozen=True, slots=True)
 class Hunk:
     """One ``@@`` hunk. ``header`` is git's function context after the second ``@@``;
-    ``symbols`` are the qualified names enclosing the changed lines."""
+    ``symbols`` are the qualified names enclosing the changed lines; ``body`` is every line
+    in order with its tag (``" "`` context, ``"+"`` added, ``"-"`` removed), for readers
+    that need the two sides with their context. A hand-written ``@@`` without line numbers
+    is not ``located``: its starts are 1 and its lengths are counted from its body."""
 
     old_start: int
     old_len: int
@@ -66,6 +69,8 @@ class Hunk:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     symbols: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)
+    located: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "symbols", unique(self.symbols))

@@ -115,8 +115,19 @@ def test_no_import_cycles() -> None:
     assert cycle is None, " -> ".join(cycle or [])
 
 
+def test_recognising_transcripts_needs_nothing_of_building_experiences() -> None:
+    """`experience.recognising` reads raw text; `experience.building` follows a session with
+    what it read. The reading side stays usable (and testable) on its own."""
+    inward = sorted(
+        f"{m} -> {d}" for m, deps in GRAPH.items() if m.startswith("codemem.experience.recognising")
+        for d in deps if d.startswith("codemem.experience.building")
+    )
+    assert not inward, inward
+
+
 def test_the_graph_sees_the_known_edges() -> None:
     """A guard on the test itself: it resolves imports to the modules they name."""
     assert "codemem.memory" in GRAPH["api.app"] or "codemem.memory" in GRAPH["api.routes"]
     assert "cli.subcommands" in GRAPH["cli.main"]
     assert "parsers.paths" in GRAPH["parsers.terms"]
+    assert "codemem.experience.recognising.events" in GRAPH["codemem.experience.building.tracker"]

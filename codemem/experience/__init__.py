@@ -1,9 +1,10 @@
 """Trajectory understanding: a session's messages become one experience card and its steps.
 
-``build_experience`` (``codemem.experience.builder``) is pure: messages in, experience out.
-``recognise_events`` (``codemem.experience.recognise``) is the per-message recognition of the
-many renderings of tool traffic it is built on. Both are loaded on first use, so importing
-``codemem.experience.types`` stays as light as the types themselves.
+``build_experience`` (``codemem.experience.building.builder``) is pure: messages in,
+experience out. ``recognise_events`` (``codemem.experience.recognising.message``) is the
+per-message recognition of the many renderings of tool traffic it is built on. Both are
+loaded on first use, so importing ``codemem.experience.types`` stays as light as the types
+themselves.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from importlib import import_module
 from typing import Any
 
 _LAZY = {
-    "build_experience": "codemem.experience.builder",
-    "recognise_events": "codemem.experience.recognise",
+    "build_experience": "codemem.experience.building.builder",
+    "recognise_events": "codemem.experience.recognising.message",
 }
 
 __all__ = ["build_experience", "recognise_events"]

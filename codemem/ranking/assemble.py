@@ -17,7 +17,7 @@ from codemem.ranking.types import Candidate
 
 
 @dataclass
-class Group:
+class FoundExperience:
     """One experience in an answer: its card and its strongest evidence, best first."""
 
     session_key: str
@@ -46,7 +46,7 @@ def group_by_session(
     card_of: Callable[[str], str],
     limit: int,
     floor: float = 0.0,
-) -> list[Group]:
+) -> list[FoundExperience]:
     """The `limit` best sessions, each with its card and its other matching `items` (in the
     order given). Every session has a card, written with its first chunk, with the id
     `card_of(session key)`: a session found through its steps or messages gets it too.
@@ -57,7 +57,7 @@ def group_by_session(
     if order and floor > 0:
         least = floor * scores[order[0]]
         order = [key for key in order if scores[key] >= least]
-    groups = {key: Group(key, scores[key], Candidate(card_of(key), 0.0, {"session_key": key, "kind": "card"}))
+    groups = {key: FoundExperience(key, scores[key], Candidate(card_of(key), 0.0, {"session_key": key, "kind": "card"}))
               for key in order}
     for item in items:
         g = groups.get(str(item.fields["session_key"]))

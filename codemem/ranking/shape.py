@@ -1,4 +1,5 @@
-"""Fit a ranked answer to a reader's window: long items trimmed, the whole bounded.
+"""Fit a ranked answer to a reader's window: the whole bounded (long items are cut by
+`codemem.clip.clip_middle`).
 
 The reader (an answer model) reads items in order within a limited window, so a single
 40k-character tool output must not push the next experience out of it, and the list stops
@@ -12,17 +13,6 @@ from typing import TypeVar
 
 CHARS_PER_TOKEN = 4
 T = TypeVar("T")
-
-
-def trim(text: str, max_chars: int) -> tuple[str, int]:
-    """`text` cut to about `max_chars` (its head, then its tail, where errors and results
-    usually are), and how many characters were left out."""
-    if max_chars <= 0 or len(text) <= max_chars:
-        return text, 0
-    head = max_chars * 2 // 3
-    tail = max_chars - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[-tail:]}", omitted
 
 
 def within_budget(items: Sequence[T], size: Callable[[T], int], budget_tokens: int, max_bytes: int) -> list[T]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codemem.answer import Shape, build
-from codemem.ranking.assemble import Group
+from codemem.ranking.assemble import FoundExperience
 from codemem.ranking.types import Candidate
 
 
@@ -23,10 +23,10 @@ class FakeStore:
         return [Candidate(i, 0.0, self.rows[i]) for i in ids if i in self.rows]
 
 
-def _experience(session: str, n_evidence: int, score: float) -> tuple[Group, list[dict[str, object]]]:
+def _experience(session: str, n_evidence: int, score: float) -> tuple[FoundExperience, list[dict[str, object]]]:
     card = _row(f"c-{session}", "card", f"## Task\nwork on {session}", session)
     evidence = [_row(f"m-{session}-{j}", "message", f"message {j} of {session}", session) for j in range(n_evidence)]
-    group = Group("k-" + session, score, Candidate(str(card["id"]), 0.0, card),
+    group = FoundExperience("k-" + session, score, Candidate(str(card["id"]), 0.0, card),
                   [Candidate(str(r["id"]), 0.0, r) for r in evidence])
     return group, [card, *evidence]
 

@@ -7,7 +7,12 @@ import json
 import pytest
 
 from codemem.experience import recognise_events
-from codemem.experience.events import ReasoningEvent, TextEvent, ToolCallEvent, ToolResultEvent
+from codemem.experience.recognising.events import (
+    ReasoningEvent,
+    TextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from tests.experience.helpers import load_family
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codemem.experience.events import (
+from codemem.experience.recognising.events import (
     Event,
     ReasoningEvent,
     TextEvent,

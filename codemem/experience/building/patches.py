@@ -1,7 +1,7 @@
 """Patches an agent applies as edits: unified diffs (``diff --git`` / ``---``/``+++`` with
-``@@`` hunks) and Codex ``*** Begin Patch`` envelopes, split into one edit per hunk with
-the hunk's old and new text (context included) so edits from patches and from
-old/new-string tools are handled alike downstream.
+``@@`` hunks, read by ``parsers.parse_diff``) and Codex ``*** Begin Patch`` envelopes, split
+into one edit per hunk with the hunk's old and new text (context included) so edits from
+patches and from old/new-string tools are handled alike downstream.
 """
 
 from __future__ import annotations
@@ -11,14 +11,9 @@ from collections.abc import Iterator
 
 import msgspec
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+import parsers
+
 _CODEX_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$")
-_GIT_FILE = re.compile(r"^diff --git a/(\S+) b/(\S+)")
-
-
-def _strip_ab(path: str) -> str:
-    path = path.split("\t", 1)[0].strip()
-    return path[2:] if path.startswith(("a/", "b/")) else path
 
 
 class PatchHunk(msgspec.Struct, frozen=True):
@@ -72,49 +67,14 @@ def _codex(lines: list[str]) -> Iterator[PatchHunk]:
     yield from flush()
 
 
-def _unified(lines: list[str]) -> Iterator[PatchHunk]:
-    path = header = ""
-    created = False
-    old: list[str] = []
-    new: list[str] = []
-    start: int | None = None
-    in_hunk = False
-
-    def flush() -> Iterator[PatchHunk]:
-        if path and in_hunk and (old or new):
-            yield _edit(path, old, new, start, created, header)
-
-    for i, line in enumerate(lines):
-        git = _GIT_FILE.match(line)
-        if git or (
-            line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
-        ):
-            yield from flush()
-            in_hunk, old, new = False, [], []
-            if git:
-                path, created = git.group(2), False
-            else:
-                old_path, new_path = _strip_ab(line[4:]), _strip_ab(lines[i + 1][4:])
-                created = created or old_path == "/dev/null"
-                path = old_path if new_path == "/dev/null" else new_path
-            continue
-        if not in_hunk and (line.startswith("+++ ") or line.startswith("new file mode")):
-            created = created or line.startswith("new file mode")
-            continue
-        hunk = _HUNK.match(line)
-        if hunk or line.startswith("@@"):
-            yield from flush()
-            old, new, in_hunk = [], [], True
-            start = int(hunk.group(3)) if hunk else None
-            header = _hunk_header(line)
-            continue
-        if in_hunk:
-            tag, body = line[:1], line[1:]
-            if tag in ("-", " ", ""):
-                old.append(body)
-            if tag in ("+", " ", ""):
-                new.append(body)
-    yield from flush()
+def _unified(patch: str) -> Iterator[PatchHunk]:
+    for diff_file in parsers.parse_diff(patch, resolve_symbols=False):
+        for hunk in diff_file.hunks:
+            old = [line[1:] for line in hunk.body if line[0] in " -"]
+            new = [line[1:] for line in hunk.body if line[0] in " +"]
+            if old or new:
+                start = hunk.new_start if hunk.located else None
+                yield _edit(diff_file.path, old, new, start, diff_file.is_new, hunk.header)
 
 
 def patch_hunks(patch: str) -> Iterator[PatchHunk]:
@@ -127,4 +87,4 @@ def patch_hunks(patch: str) -> Iterator[PatchHunk]:
     ):
         yield from _codex(lines)
     else:
-        yield from _unified(lines)
+        yield from _unified(patch)

@@ -17,12 +17,10 @@ import re
 import msgspec
 
 import parsers
-from codemem.experience.diffs import diff_sections, edit_hunk
-from codemem.experience.fileviews import FileView
+from codemem.experience.building.diffs import edit_hunk
+from codemem.experience.building.fileviews import FileView
 
 _DEF_LINE = re.compile(r"^(\s*)(?:async\s+def|def|class|func|fn|function)\s+\w")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
-_PATCH_PATH = re.compile(r"^\+\+\+ b/(.+?)\s*$", re.M)
 _MAX_CREATED_SYMBOLS = 12
 
 
@@ -104,41 +102,35 @@ def resolve_symbols(query: SymbolQuery | None) -> list[str]:
     return _unique([s for f in parsers.parse_diff(hunk) for s in f.symbols])
 
 
-def _agrees(view: FileView, section: str) -> list[tuple[int, int]] | None:
-    """The new-side spans of a file section's hunks when the view holds every added line at
-    its place; None when it does not (the view lost track of the file)."""
+def _agrees(view: FileView, hunks: list[parsers.Hunk]) -> list[tuple[int, int]] | None:
+    """The new-side spans of a file's hunks when the view holds every added line at its place;
+    None when it does not (the view lost track of the file)."""
     spans: list[tuple[int, int]] = []
-    hunks = list(_HUNK.finditer(section))
-    for i, m in enumerate(hunks):
-        start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
-        body_end = hunks[i + 1].start() if i + 1 < len(hunks) else len(section)
-        line = start
-        for text in section[m.end() : body_end].split("\n")[1:]:
-            tag = text[:1]
-            if tag == "+":
+    for hunk in hunks:
+        if not hunk.located:
+            continue
+        line = hunk.new_start
+        for text in hunk.body:
+            if text[0] == "+":
                 if line > len(view.lines) or view.lines[line - 1] != text[1:]:
                     return None
+            if text[0] != "-":
                 line += 1
-            elif tag == " " or (tag == "" and line < start + count):
-                line += 1
-        spans.append((start, start + max(count - 1, 0)))
+        spans.append((hunk.new_start, hunk.new_start + max(hunk.new_len - 1, 0)))
     return spans or None
 
 
 def patch_symbols(patch: str, views: dict[str, FileView]) -> dict[str, list[str]]:
     """Symbols per file of a patch; files whose view agrees with the patch are resolved
     against the view's windows, the others from their hunks alone."""
-    sources: dict[str, str] = {}
-    for section in diff_sections(patch):
-        path_match = _PATCH_PATH.search(section)
-        view = views.get(path_match.group(1)) if path_match else None
-        if view is None or path_match is None:
-            continue
-        spans = _agrees(view, section)
-        source = view.window_source(spans) if spans else None
-        if source is not None:
-            sources[path_match.group(1)] = source
     plain = parsers.parse_diff(patch)
+    sources: dict[str, str] = {}
+    for diff_file in plain:
+        view = None if diff_file.is_deleted else views.get(diff_file.path)
+        spans = _agrees(view, diff_file.hunks) if view is not None else None
+        source = view.window_source(spans) if view is not None and spans else None
+        if source is not None:
+            sources[diff_file.path] = source
     if not sources:
         return {f.path: _unique(list(f.symbols)) for f in plain}
     resolved = parsers.parse_diff(patch, new_sources=sources)

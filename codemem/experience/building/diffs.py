@@ -8,12 +8,15 @@ from __future__ import annotations
 import difflib
 import re
 
+from codemem.clip import clip
+
 _GIT_DIFF = re.compile(
     r"\bgit\b(?:\s+-C\s+\S+|\s+--no-pager|\s+-c\s+\S+|\s+--git-dir[= ]\S+|\s+--work-tree[= ]\S+)*"
     r"\s+diff\b(?![^|;&\n]*--(?:stat|name-only|name-status|shortstat|numstat)\b)"
 )
 _DIFF_START = re.compile(r"^diff --git ", re.M)
 _GITLINK = re.compile(r"mode 160000$|^index \S+ 160000$|^[+-]Subproject commit ", re.M)
+_MORE_LINES_ROOM = 40  # for the "... (N more lines)" line
 
 
 def is_git_diff_command(command: str) -> bool:
@@ -58,7 +61,6 @@ def trim_diff(text: str, max_chars: int) -> str:
     """At most ``max_chars`` of a diff, cut after a whole line, saying how much was left out."""
     if len(text) <= max_chars:
         return text
-    cut = text.rfind("\n", 0, max(max_chars - 40, 0))
-    cut = cut if cut > 0 else max(max_chars - 40, 0)
-    left = text[cut:].count("\n")
-    return text[:cut] + f"\n... ({left} more lines)\n"
+    head = clip(text, max(max_chars - _MORE_LINES_ROOM, 0), marker="", break_at="\n")
+    left = text[len(head) :].count("\n")
+    return head + f"\n... ({left} more lines)\n"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
-from codemem.experience.paths import PathMapper, checkout_base, clean, is_scratch_name
-from codemem.experience.tracker import SessionFacts
+from codemem.experience.building.paths import PathMapper, checkout_base, clean, is_scratch_name
+from codemem.experience.building.tracker import SessionFacts
 
 _SCRATCH_BASENAME = re.compile(
     r"(?:^|[_\-])(?:repro|reproduce|reproduction|debug|scratch|verify|verification|validate|"

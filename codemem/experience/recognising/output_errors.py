@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from codemem.clip import clip
+
 _PTH_START = "Error processing line "
 _PTH_END = "Remainder of file ignored"
 _TRACEBACK = "Traceback (most recent call last):"
@@ -45,8 +47,7 @@ def strip_noise(text: str) -> str:
 
 def _format(name: str, message: str | None) -> str:
     message = (message or "").strip()
-    if len(message) > _MAX_MESSAGE:
-        message = message[: _MAX_MESSAGE - 3] + "..."
+    message = clip(message, _MAX_MESSAGE)
     return f"{name}: {message}" if message else name
 
 

@@ -13,8 +13,8 @@ import re
 
 import msgspec
 
-from codemem.experience.blocks import MAX_BLOCKS, paired_blocks
-from codemem.experience.events import Event, ToolCallEvent, ToolResultEvent, text_event
+from codemem.experience.recognising.blocks import MAX_BLOCKS, paired_blocks
+from codemem.experience.recognising.events import Event, ToolCallEvent, ToolResultEvent, text_event
 
 _FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*([^`\n]*)$", re.M)
 _BEGIN_PATCH = re.compile(r"^\*\*\* Begin Patch[ \t]*$", re.M)

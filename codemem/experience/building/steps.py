@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from codemem.experience import reasoning
-from codemem.experience.tracker import EditRecord, SessionFacts, edit_diff
+from codemem.clip import clip
+from codemem.experience.building.tracker import EditRecord, SessionFacts, edit_diff
+from codemem.experience.recognising import reasoning
 from codemem.experience.types import StepRecord
 
 STEP_CHARS = 1500
@@ -15,17 +16,17 @@ DECISIONS = 6
 _DECISION_SCORE = 4.0
 
 
-def _bounded(text: str, limit: int = STEP_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", 0, limit - 20)
-    cut = cut if cut > limit // 2 else limit - 20
-    return text[:cut] + "\n... (cut)"
+_CUT = "\n... (cut)"
+_CUT_SLACK = 10  # a cut step ends this far under STEP_CHARS: the bound stored steps and the replay figures share
+
+
+def _bounded(text: str) -> str:
+    """The step text whole up to STEP_CHARS, else cut at a line end with a marker."""
+    return text if len(text) <= STEP_CHARS else clip(text, STEP_CHARS - _CUT_SLACK, _CUT, break_at="\n")
 
 
 def _one_line(command: str, limit: int = 200) -> str:
-    line = " ".join(command.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    return clip(" ".join(command.split()), limit)
 
 
 def _edit_steps(facts: SessionFacts, keep: Callable[[EditRecord], str | None]) -> list[StepRecord]:

@@ -11,6 +11,8 @@ import re
 
 import msgspec
 
+from codemem.clip import clip
+
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n\s*\n|\n(?=[ \t]*(?:[-*•]|\d+[.)]|#+)\s)")
 _CUE_PATTERNS: tuple[tuple[str, float], ...] = (
     (r"\broot cause\b", 4.0),
@@ -103,11 +105,6 @@ class Excerpt(msgspec.Struct, frozen=True):
     text: str
 
 
-def _clip(text: str, limit: int = _MAX_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit - 3)
-    return text[: cut if cut > limit // 2 else limit - 3] + "..."
 
 
 def sentences(text: str) -> list[str]:
@@ -146,7 +143,7 @@ def excerpts(position: int, text: str, limit: int = 2) -> list[Excerpt]:
     """The best explanatory sentences of one message (at most ``limit``), in text order."""
     scored = [(score(s), i, s) for i, s in enumerate(sentences(text[:20_000])) if _has_cue(s)]
     best = sorted((x for x in scored if x[0] >= _KEEP_SCORE), key=lambda x: (-x[0], x[1]))[:limit]
-    return [Excerpt(position, sc, _clip(s)) for sc, _, s in sorted(best, key=lambda x: x[1])]
+    return [Excerpt(position, sc, clip(s, _MAX_CHARS, break_at=" ")) for sc, _, s in sorted(best, key=lambda x: x[1])]
 
 
 def _similar(a: str, b: str) -> bool:

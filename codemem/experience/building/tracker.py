@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codemem.experience import reasoning
-from codemem.experience.actions import (
+from codemem.experience.building.actions import (
     Action,
     CommandAction,
     DeleteAction,
@@ -22,18 +21,19 @@ from codemem.experience.actions import (
     actions_for_call,
     tool_key,
 )
-from codemem.experience.diffs import clean_patch, edit_hunk, is_git_diff_command
-from codemem.experience.events import (
+from codemem.experience.building.diffs import clean_patch, edit_hunk, is_git_diff_command
+from codemem.experience.building.fileviews import FileView, numbered_lines, swe_open_file
+from codemem.experience.building.paths import PathMapper
+from codemem.experience.building.symbols import SymbolQuery, symbol_query
+from codemem.experience.recognising import reasoning
+from codemem.experience.recognising.events import (
     Event,
     TextEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
-from codemem.experience.fileviews import FileView, numbered_lines, swe_open_file
-from codemem.experience.output_errors import errors_in, strip_noise
-from codemem.experience.paths import PathMapper
-from codemem.experience.symbols import SymbolQuery, symbol_query
-from codemem.experience.testruns import TestRun, read_outcome, read_test_run
+from codemem.experience.recognising.output_errors import errors_in, strip_noise
+from codemem.experience.recognising.testruns import TestRun, read_outcome, read_test_run
 from codemem.models import Role
 
 _MAX_PENDING = 32

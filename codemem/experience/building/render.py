@@ -5,19 +5,18 @@ give way first, whole lines at a time).
 
 from __future__ import annotations
 
-from codemem.experience.diffs import trim_diff
-from codemem.experience.testruns import TestRun
+from functools import partial
+
+from codemem.clip import clip
+from codemem.experience.building.diffs import trim_diff
+from codemem.experience.recognising.testruns import TestRun
 from codemem.experience.types import ExperienceCard
 
 _TASK_SHARE = 0.3
 _MIN_DIFF = 240
 
 
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, max(limit - 4, 0))
-    return text[: cut if cut > limit // 2 else max(limit - 4, 0)] + " ..."
+_clip = partial(clip, marker=" ...", break_at=" ")  # a card field ends at a whole word
 
 
 def _joined(items: list[str], limit: int = 600) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from codemem.experience.events import (
+from codemem.experience.recognising.events import (
     Event,
     ToolCallEvent,
     ToolResultEvent,
@@ -20,7 +20,7 @@ from codemem.experience.events import (
     decode_json_prefix,
     text_event,
 )
-from codemem.experience.jsonblobs import events_from_json
+from codemem.experience.recognising.jsonblobs import events_from_json
 
 _NAME = r"[A-Za-z_][\w.:\-]*"
 # One alternation, so finding the next marker is a single scan.

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from itertools import islice
 
-from codemem.experience.blocks import paired_blocks
-from codemem.experience.events import (
+from codemem.experience.recognising.blocks import paired_blocks
+from codemem.experience.recognising.events import (
     Event,
     ReasoningEvent,
     ToolCallEvent,
@@ -22,7 +22,7 @@ from codemem.experience.events import (
     decode_json_prefix,
     text_event,
 )
-from codemem.experience.jsonblobs import events_from_json
+from codemem.experience.recognising.jsonblobs import events_from_json
 
 _OPENHANDS = re.compile(r"<function=([\w.\-]+)>")
 _OPENHANDS_PARAM = re.compile(r"<parameter=([\w.\-]+)>")

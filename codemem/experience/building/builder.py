@@ -14,15 +14,16 @@ from collections.abc import Sequence
 import msgspec
 
 import parsers
-from codemem.experience import reasoning
-from codemem.experience.diffs import edit_hunk, trim_diff
-from codemem.experience.paths import is_scratch_name, match_patch_path
-from codemem.experience.recognise import recognise_events
-from codemem.experience.render import render_card
-from codemem.experience.scratch import scratch_paths
-from codemem.experience.steps import build_steps
-from codemem.experience.symbols import patch_symbols, resolve_symbols
-from codemem.experience.tracker import EditRecord, SessionFacts, Tracker
+from codemem.clip import clip
+from codemem.experience.building.diffs import edit_hunk, trim_diff
+from codemem.experience.building.paths import is_scratch_name, match_patch_path
+from codemem.experience.building.render import render_card
+from codemem.experience.building.scratch import scratch_paths
+from codemem.experience.building.steps import build_steps
+from codemem.experience.building.symbols import patch_symbols, resolve_symbols
+from codemem.experience.building.tracker import EditRecord, SessionFacts, Tracker
+from codemem.experience.recognising import reasoning
+from codemem.experience.recognising.message import recognise_events
 from codemem.experience.types import Experience, ExperienceCard
 from codemem.models import Message, Role
 
@@ -66,7 +67,7 @@ def _command_line(command: str) -> str | None:
         return None
     first = line.split("\n", 1)
     line = first[0] + (" ..." if len(first) > 1 else "")
-    return line if len(line) <= 200 else line[:197] + "..."
+    return clip(line, 200)
 
 
 class _Edits:

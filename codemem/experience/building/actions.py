@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
-from codemem.experience.events import ToolCallEvent
-from codemem.experience.patches import patch_hunks
+from codemem.experience.building.patches import patch_hunks
+from codemem.experience.recognising.events import ToolCallEvent
 
 
 class EditAction(msgspec.Struct, frozen=True):
