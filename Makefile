@@ -28,4 +28,4 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) codemem-data
+	rm -rf $(VENV)
