@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,11 +48,17 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _offline_memory(settings: Settings) -> Memory:
-    """A Memory for one short command: no background compaction."""
+def _offline_memory(settings: Settings, query: bool = False) -> Memory:
+    """A Memory for one short command: no background compaction. For a `query`, the cached
+    ONNX query encoder loads on a thread of its own while LanceDB is imported."""
+    from codemem.embedding import make_embedder
+
+    embedder = make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
+    if query:
+        threading.Thread(target=embedder.warm_queries, name="codemem-encoder", daemon=True).start()
     from codemem.memory import Memory
 
-    return Memory(settings.replace(compact_interval_s=0))
+    return Memory(settings.replace(compact_interval_s=0), embedder=embedder)
 
 
 def _user_id(args: argparse.Namespace, where: str = ".") -> str:
@@ -85,7 +92,9 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     memory = None
     try:
         if hits is None:
-            memory = _offline_memory(settings)
+            print(f"codemem: searching {settings.data_dir} here (`codemem serve` beside it answers "
+                  "faster)...", file=sys.stderr, flush=True)
+            memory = _offline_memory(settings, query=True)
             hits = memory.search(req)
         if args.json:
             print(msgspec.json.encode({"data": hits}).decode())
