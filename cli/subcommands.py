@@ -167,33 +167,50 @@ def ingest_transcripts(settings: Settings, args: argparse.Namespace) -> int:
     from codemem.ingest import ingest_transcripts as run
     from codemem.memory import Memory
 
+    user_id = _user_id(args)
     memory = Memory(settings)
     try:
-        report = run(memory, args.paths, _user_id(args), chunk=args.chunk)
+        report = run(memory, args.paths, user_id, chunk=args.chunk)
+        if report.added:
+            memory.warm_up()  # caches the ONNX query encoder for later searches (once per machine)
     except FileNotFoundError as exc:
         print(f"codemem: {exc}", file=sys.stderr)
         return 2
     finally:
         memory.close()
-    print(f"Read {report.sources} transcripts: {report.added} chunks added ({report.messages} messages), "
-          f"{report.unchanged} already stored, {report.empty} empty; "
-          f"skipped {report.skipped_lines} lines that did not parse.")
+    print(f"Read {report.sources} transcripts into the memory of {user_id}: {report.added} chunks added "
+          f"({report.messages} messages), {report.unchanged} already stored, {report.empty} empty; "
+          f"skipped {report.skipped_lines} lines that did not parse{_where(report.skipped_where, report.skipped_lines)}.")
     return 0
+
+
+def _where(places: list[str], total: int) -> str:
+    """' (file:line, ...)' naming the skipped lines, or nothing when none was skipped."""
+    if not places:
+        return ""
+    return f" ({', '.join(places)}{', ...' if total > len(places) else ''})"
 
 
 def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
     from codemem.ingest import ingest_git as run
     from codemem.memory import Memory
 
+    user_id = _user_id(args, args.repo)
+    print(f"codemem: importing {args.repo} into the memory of {user_id} in {settings.data_dir}", file=sys.stderr)
     memory = Memory(settings)
     try:
-        report = run(memory, args.repo, _user_id(args, args.repo), since=args.since, max_commits=args.max_commits)
+        report = run(memory, args.repo, user_id, since=args.since, max_commits=args.max_commits)
+        if report.added:
+            memory.warm_up()  # caches the ONNX query encoder for later searches (once per machine)
     except ValueError as exc:
         print(f"codemem: {exc}", file=sys.stderr)
         return 2
     finally:
         memory.close()
-    print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored.")
+    merges = "" if report.merges is None else (
+        f"; {report.merges} merge commits passed over (their changes are in the commits they merge)")
+    print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored{merges}. "
+          f"`codemem search \"...\"` in the repository searches them.")
     return 0
 
 
