@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, cast
 
-import lancedb
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-from lancedb.index import FTS, Bitmap, BTree
-from lancedb.query import LanceVectorQueryBuilder
+# LanceDB's Rust logger reads its level from LANCEDB_LOG when lancedb is imported and writes
+# to stderr, outside our log: at its default it printed "WARN lance::dataset::optimize ...
+# Retryable commit conflict" (a retry that then succeeded) into a user's progress bar. Only
+# its errors are shown unless the user sets LANCEDB_LOG (e.g. `warn`, `debug`) to see more.
+os.environ.setdefault("LANCEDB_LOG", "error")
+
+import lancedb  # noqa: E402 - after its log level is set
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+from lancedb.index import FTS, Bitmap, BTree  # noqa: E402
+from lancedb.query import LanceVectorQueryBuilder  # noqa: E402
 
 from codemem.errors import StoreMismatch
 from codemem.ranking.types import Candidate
