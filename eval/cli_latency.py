@@ -86,7 +86,7 @@ async def _mcp_once(env: dict[str, str], repo: Path) -> dict[str, float]:
             before = time.perf_counter()
             answer = await session.call_tool("search_memory", {"query": QUERY, "top_k": 5})
             first = time.perf_counter() - before
-            if answer.isError:
+            if answer.is_error:
                 raise RuntimeError(f"search_memory failed: {answer.content}")
             before = time.perf_counter()
             await session.call_tool("search_memory", {"query": "flaky test", "top_k": 5})
