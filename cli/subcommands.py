@@ -106,7 +106,7 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         if memory is not None:
             memory.close()
-    print(f"{len(hits)} from the memory of {user_id}:\n")
+    print(f"{len(hits)} {'result' if len(hits) == 1 else 'results'} from the memory of {user_id}:\n")
     for rank, hit in enumerate(hits, 1):
         print(results.format_hit(rank, hit))
     return 0
