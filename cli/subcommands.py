@@ -1,7 +1,7 @@
 """What each `codemem` subcommand does, given the settings and its parsed arguments.
 
-Heavy modules (LanceDB, the model, the HTTP and MCP edges) are imported by the subcommand
-that needs them, so `codemem hook` answers quickly."""
+Heavy modules (LanceDB, the model, the HTTP and MCP edges, an HTTP client) are imported by
+the subcommand that needs them, so `codemem hook` answers quickly."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from cli import local_server, results
 from codemem.config import Settings, is_object_storage
 from codemem.models import SearchRequest
 from codemem.repo_id import repo_user_id
@@ -34,6 +33,7 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from api.app import create_app
     from api.logs import log_config, prepare_workers
+    from cli import local_server
 
     print(f"codemem serving on http://{settings.host}:{settings.port} (data: {settings.data_dir}, "
           f"workers: {settings.workers}, auth: {'API key' if settings.api_key else 'open'})", file=sys.stderr)
@@ -79,6 +79,9 @@ def _missing(settings: Settings) -> bool:
 
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
+    # Imported here: urllib's HTTP client alone costs the hook ~0.1 s of start-up.
+    from cli import local_server, results
+
     user_id = _user_id(args)
     if _missing(settings):
         return 1

@@ -2,7 +2,7 @@
 streamable HTTP, calling the same `Memory` as the HTTP service.
 
 The server answers the MCP handshake at once: the Memory (LanceDB takes ~2 s to import) and
-the query encoder are opened on background threads, and the first tool call waits for what
+the query encoder are opened on a background thread, and the first tool call waits for what
 is left. A search needs only the ONNX query encoder that an earlier export cached
 (`codemem.onnx_encoder`, ~0.3 s, no torch); the model itself (~10 s) is loaded at start-up
 only when no such encoder is cached, else by the first tool call that stores something. A tool given no `user_id` uses the memory of the
@@ -93,17 +93,17 @@ class LazyMemory:
 
         settings = self.settings
         embedder = make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
-        encoder = threading.Thread(target=embedder.warm_queries, name="codemem-encoder", daemon=True)
-        encoder.start()  # beside LanceDB's import: native code, mostly outside the GIL
         try:
             from codemem.memory import Memory
 
             self._memory = Memory(settings, embedder=embedder)
+            # After the store, not beside it: the handshake, answered meanwhile, competes
+            # with one loader at a time.
+            embedder.warm_queries()
         except Exception as exc:  # noqa: BLE001 - reported by every tool call instead
             log.exception("opening the memory failed")
             self._error = exc
         finally:
-            encoder.join()
             self._opened.set()
         if self._memory is not None and not embedder.warm_queries():
             self._memory.warm_up()  # no cached encoder: load the model, export and cache one
