@@ -63,8 +63,13 @@ def handle_validation(_: Request, exc: ValidationException) -> Response:
     return error_response(HTTP_422_UNPROCESSABLE_ENTITY, "; ".join(reasons) or str(exc.detail))
 
 
-def handle_http(_: Request, exc: HTTPException) -> Response:
-    return error_response(exc.status_code, str(exc.detail) or "request failed", exc.headers)
+def handle_http(request: Request, exc: HTTPException) -> Response:
+    reason = str(exc.detail) or "request failed"
+    limit = request.app.request_max_body_size
+    if exc.status_code == HTTP_413_REQUEST_ENTITY_TOO_LARGE and isinstance(limit, int) and limit:
+        reason = (f"the request body is over the {limit:,} bytes ({limit / 2**20:g} MiB) this server accepts "
+                  "(CODEMEM_MAX_BODY_BYTES); send fewer messages per Add")
+    return error_response(exc.status_code, reason, exc.headers)
 
 
 def handle_unexpected(request: Request, exc: Exception) -> Response:

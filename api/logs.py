@@ -41,15 +41,27 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class TextFormatter(logging.Formatter):
+    """One readable line, with a record's extra fields (an access line's method, route,
+    status and ms) after the message as key=value."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        extras = " ".join(f"{k}={v}" for k, v in vars(record).items() if k not in _STANDARD)
+        if not extras:
+            return line
+        head, sep, tail = line.partition("\n")  # a traceback stays below the line
+        return f"{head} {extras}{sep}{tail}"
+
+
 def log_config(settings: Settings) -> dict[str, Any]:
     """A `logging.config.dictConfig` for uvicorn and codemem (uvicorn applies it in every
     worker process)."""
     level = settings.log_level.upper()
-    formatter = (
-        {"()": JsonFormatter}
-        if settings.log_format == "json"
-        else {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"}
-    )
+    formatter = {"()": JsonFormatter if settings.log_format == "json" else TextFormatter}
     return {
         "version": 1,
         "disable_existing_loggers": False,

@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from cli import subcommands
-from codemem.config import Settings, agent_defaults
+from codemem.config import MCP_HTTP_PORT, Settings, agent_defaults
 
 _AGE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -36,7 +36,11 @@ def parse_date(text: str) -> datetime:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="codemem", description="Memory for coding agents.")
+    parser = argparse.ArgumentParser(
+        prog="codemem", description="Memory for coding agents.",
+        epilog=f"Every command uses one data directory ({_DATA}) unless --data-dir or CODEMEM_DATA_DIR "
+               "says otherwise; inside a git work tree, the user_id defaults to the repository's "
+               "(repo:<host>/<owner>/<name>), as the MCP server and the hook name it.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the HTTP service (Add/Search contract)")
@@ -50,10 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     search = sub.add_parser("search", help="search a user's memory and print ranked results")
     search.set_defaults(handler=subcommands.search)
     _data_dir(search)
-    search.add_argument("--user-id", required=True)
+    _user_id(search)
     search.add_argument("--top-k", type=int, default=5)
     search.add_argument("--json", action="store_true", help="print the raw JSON response")
     search.add_argument("query")
+
+    memories = sub.add_parser("memories", help="list the memories stored: user ids, experiences, messages, last write")
+    memories.set_defaults(handler=subcommands.memories)
+    _data_dir(memories)
 
     purge = sub.add_parser("purge", help="delete every memory older than an age, for all users")
     purge.set_defaults(handler=subcommands.purge)
@@ -63,14 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     transcripts = sub.add_parser("ingest-transcripts", help="import Claude Code JSONL transcripts")
     transcripts.set_defaults(handler=subcommands.ingest_transcripts)
     _data_dir(transcripts)
-    transcripts.add_argument("--user-id", required=True)
+    _user_id(transcripts)
     transcripts.add_argument("--chunk", type=int, default=50, help="messages per Add (default 50)")
     transcripts.add_argument("paths", nargs="+", help="JSONL files, directories of them, or .tar.xz archives")
 
     git = sub.add_parser("ingest-git", help="import a git repository's history, one experience per commit")
     git.set_defaults(handler=subcommands.ingest_git)
     _data_dir(git)
-    git.add_argument("--user-id", required=True)
+    _user_id(git, "the repository's id, repo:<host>/<owner>/<name>")
     git.add_argument("--since", type=parse_date, default=None, help="only commits after this date (YYYY-MM-DD)")
     git.add_argument("--max-commits", type=int, default=None)
     git.add_argument("repo", help="path to the repository")
@@ -78,39 +86,47 @@ def build_parser() -> argparse.ArgumentParser:
     delete = sub.add_parser("delete-user", help="delete every memory of one user_id")
     delete.set_defaults(handler=subcommands.delete_user)
     _data_dir(delete)
-    delete.add_argument("--user-id", required=True)
+    _user_id(delete)
 
     # `mcp` and `hook` run inside a coding agent: their defaults are config.agent_defaults().
     mcp = sub.add_parser("mcp", help="serve memory to agents over MCP (stdio by default)")
-    _data_dir(mcp, _AGENT_DATA)
+    _data_dir(mcp)
     mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                      help="stdio (an agent starts the server) or http (streamable HTTP at /mcp)")
     mcp.add_argument("--host", default=None, help="bind address with --transport http (default 127.0.0.1)")
-    mcp.add_argument("--port", type=int, default=None, help="port with --transport http (default 8000)")
+    mcp.add_argument("--port", type=int, default=None,
+                     help=f"port with --transport http (default {MCP_HTTP_PORT}, beside `serve`'s 8000)")
     mcp.set_defaults(handler=subcommands.mcp, agent=True)
 
     hook = sub.add_parser("hook", help="capture an agent's sessions into its repository's memory")
     agents = hook.add_subparsers(dest="agent_name", required=True)
     claude = agents.add_parser("claude-code", help="ingest the transcript named by a Claude Code hook payload on stdin")
     claude.set_defaults(handler=subcommands.hook_claude_code)
-    _data_dir(claude, _AGENT_DATA)
+    _data_dir(claude)
     claude.add_argument("--wait", action="store_true",
                         help="ingest before exiting (default: check the payload, then ingest in a background process)")
     hook.set_defaults(agent=True)
     return parser
 
 
-_AGENT_DATA = "$XDG_DATA_HOME/codemem, else ~/.local/share/codemem"
+_DATA = "$XDG_DATA_HOME/codemem, else ~/.local/share/codemem"
 
 
-def _data_dir(p: argparse.ArgumentParser, default: str = "./codemem-data") -> None:
-    p.add_argument("--data-dir", default=None, help=f"LanceDB data directory (default {default})")
+def _data_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", default=None, help=f"LanceDB data directory (default {_DATA}; or CODEMEM_DATA_DIR)")
+
+
+def _user_id(p: argparse.ArgumentParser, default: str = "the git repository of the current directory") -> None:
+    p.add_argument("--user-id", default=None, help=f"whose memory (default: {default})")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    defaults: dict[str, object] = agent_defaults() if getattr(args, "agent", False) else {}
+    if args.command == "mcp":
+        defaults["port"] = MCP_HTTP_PORT
     settings = Settings.from_env(
-        defaults=agent_defaults() if getattr(args, "agent", False) else None,
+        defaults=defaults,
         data_dir=args.data_dir, host=getattr(args, "host", None), port=getattr(args, "port", None),
         workers=getattr(args, "workers", None),
     )

@@ -1,19 +1,24 @@
 """What each `codemem` subcommand does, given the settings and its parsed arguments.
 
-Heavy modules (LanceDB, the model, the HTTP and MCP edges) are imported by the subcommand
-that needs them, so `codemem hook` answers quickly."""
+Heavy modules (LanceDB, the model, the HTTP and MCP edges, an HTTP client) are imported by
+the subcommand that needs them, so `codemem hook` answers quickly."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
-import textwrap
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from codemem.config import Settings
-from codemem.models import Hit, SearchRequest, TextPart
+from codemem.config import Settings, is_object_storage
+from codemem.models import SearchRequest
+from codemem.repo_id import repo_user_id
 
 if TYPE_CHECKING:
     # Imported where used: it loads LanceDB (~2 s), and the Claude Code hook must answer
@@ -28,56 +33,123 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from api.app import create_app
     from api.logs import log_config, prepare_workers
+    from cli import local_server
 
     print(f"codemem serving on http://{settings.host}:{settings.port} (data: {settings.data_dir}, "
           f"workers: {settings.workers}, auth: {'API key' if settings.api_key else 'open'})", file=sys.stderr)
     common: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_config": log_config(settings),
               "access_log": False, "timeout_graceful_shutdown": 30}
-    if settings.workers <= 1:
-        uvicorn.run(create_app(settings), **common)
-    else:
-        prepare_workers(settings)
-        uvicorn.run("api.app:create_app", factory=True, workers=settings.workers, **common)
+    with local_server.announced(settings):  # `codemem search` uses this server while it runs
+        if settings.workers <= 1:
+            uvicorn.run(create_app(settings), **common)
+        else:
+            prepare_workers(settings)
+            uvicorn.run("api.app:create_app", factory=True, workers=settings.workers, **common)
     return 0
 
 
-def _offline_memory(settings: Settings) -> Memory:
-    """A Memory for one short command: no background compaction."""
+def _offline_memory(settings: Settings, query: bool = False) -> Memory:
+    """A Memory for one short command: no background compaction. For a `query`, the cached
+    ONNX query encoder loads on a thread of its own while LanceDB is imported."""
+    from codemem.embedding import make_embedder
+
+    embedder = make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
+    if query:
+        threading.Thread(target=embedder.warm_queries, name="codemem-encoder", daemon=True).start()
     from codemem.memory import Memory
 
-    return Memory(settings.replace(compact_interval_s=0))
+    return Memory(settings.replace(compact_interval_s=0), embedder=embedder)
+
+
+def _user_id(args: argparse.Namespace, where: str = ".") -> str:
+    """--user-id, else the memory of the repository (or directory) at `where`, as the MCP
+    server and the hook name it."""
+    return str(args.user_id) if args.user_id else repo_user_id(where)
+
+
+def _missing(settings: Settings) -> bool:
+    """True (said on stderr) when a read-only command finds no data directory: it then
+    creates nothing."""
+    if is_object_storage(settings.data_dir) or Path(settings.data_dir).expanduser().exists():
+        return False
+    print(f"codemem: no memory at {settings.data_dir}: nothing has been stored there yet "
+          "(`codemem ingest-git .` imports this repository's history; --data-dir or "
+          "CODEMEM_DATA_DIR names another directory).", file=sys.stderr)
+    return True
 
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
-    with _offline_memory(settings) as memory:
-        hits = memory.search(SearchRequest(user_id=args.user_id, query=args.query, top_k=args.top_k))
-    if args.json:
-        print(msgspec.json.encode({"data": hits}).decode())
-        return 0
-    if not hits:
-        print("No memories match.")
+    # Imported here: urllib's HTTP client alone costs the hook ~0.1 s of start-up.
+    from cli import local_server, results
+
+    user_id = _user_id(args)
+    if _missing(settings):
+        return 1
+    req = SearchRequest(user_id=user_id, query=args.query, top_k=args.top_k)
+    hits = None
+    if url := local_server.running_server(settings.data_dir):
+        try:
+            hits = local_server.search(url, req, settings.api_key)
+        except OSError as exc:
+            print(f"codemem: the server at {url} did not answer ({exc}); searching here", file=sys.stderr)
+    memory = None
+    try:
+        if hits is None:
+            print(f"codemem: searching {settings.data_dir} here (`codemem serve` beside it answers "
+                  "faster)...", file=sys.stderr, flush=True)
+            memory = _offline_memory(settings, query=True)
+            hits = memory.search(req)
+        if args.json:
+            print(msgspec.json.encode({"data": hits}).decode())
+            return 0
+        if not hits:
+            memory = memory or _offline_memory(settings)
+            print(no_match(user_id, memory.users(), settings.data_dir))
+            return 0
+    finally:
+        if memory is not None:
+            memory.close()
+    print(f"{len(hits)} {'result' if len(hits) == 1 else 'results'} from the memory of {user_id}:\n")
     for rank, hit in enumerate(hits, 1):
-        print(format_hit(rank, hit))
+        print(results.format_hit(rank, hit))
     return 0
 
 
-def format_hit(rank: int, hit: Hit, width: int = 100, max_lines: int = 16) -> str:
-    """A readable block for a person: rank, score, where it came from, then the text."""
-    meta = hit.metadata
-    kind = meta.get("kind", "item")
-    head = f"#{rank}  score {hit.score:.4f}  {kind}  session {hit.session_id}  {hit.created_at}"
-    text = hit.content if isinstance(hit.content, str) else "\n".join(
-        p.text if isinstance(p, TextPart) else "[image]" for p in hit.content
-    )
-    lines = []
-    for line in text.strip().splitlines():
-        lines.extend(textwrap.wrap(line, width))  # blank lines dropped: a terminal is short
-    more = f"\n    ... ({len(lines) - max_lines} more lines)" if len(lines) > max_lines else ""
-    body = "\n".join("    " + line for line in lines[:max_lines])
-    return f"{head}\n{body}{more}\n"
+def no_match(user_id: str, users: Sequence[Mapping[str, object]], data_dir: str) -> str:
+    """Why a search found nothing: no match in a memory that holds something, or no memory
+    by that name (with the names it might have meant)."""
+    names = [str(u["user_id"]) for u in users]
+    if user_id in names:
+        return f"No memories match in the memory of {user_id}."
+    lower = {name.lower(): name for name in names}
+    near = [lower[n] for n in difflib.get_close_matches(user_id.lower(), list(lower), n=3, cutoff=0.6)]
+    text = f"The memory of {user_id} is empty: {data_dir} holds nothing for that user_id."
+    if near:
+        text += " Did you mean " + " or ".join(f"--user-id {n}" for n in near) + "?"
+    elif names:
+        text += f" `codemem memories` lists the {len(names)} it holds."
+    return text
+
+
+def memories(settings: Settings, args: argparse.Namespace) -> int:
+    """The user ids stored, with their experiences, messages and last write."""
+    if _missing(settings):
+        return 1
+    with _offline_memory(settings) as memory:
+        users = memory.users()
+    print(f"{len(users)} {'memory' if len(users) == 1 else 'memories'} in {settings.data_dir}")
+    if users:
+        width = max(len("user_id"), *(len(str(u["user_id"])) for u in users))
+        print(f"{'user_id':<{width}}  {'experiences':>11}  {'messages':>8}  last write (UTC)")
+        for u in users:
+            when = datetime.fromtimestamp(int(u["last_write"]) / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+            print(f"{u['user_id']!s:<{width}}  {u['experiences']:>11}  {u['messages']:>8}  {when}")
+    return 0
 
 
 def purge(settings: Settings, args: argparse.Namespace) -> int:
+    if _missing(settings):
+        return 0
     with _offline_memory(settings) as memory:
         removed = memory.purge(args.older_than)
     print(f"Removed {removed} memories stored more than {args.older_than} ago.")
@@ -85,9 +157,12 @@ def purge(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def delete_user(settings: Settings, args: argparse.Namespace) -> int:
+    user_id = _user_id(args)
+    if _missing(settings):
+        return 0
     with _offline_memory(settings) as memory:
-        removed = memory.delete_user(args.user_id)
-    print(f"Removed {removed} memories of user {args.user_id!r}.")
+        removed = memory.delete_user(user_id)
+    print(f"Removed {removed} memories of user {user_id!r}.")
     return 0
 
 
@@ -95,33 +170,50 @@ def ingest_transcripts(settings: Settings, args: argparse.Namespace) -> int:
     from codemem.ingest import ingest_transcripts as run
     from codemem.memory import Memory
 
+    user_id = _user_id(args)
     memory = Memory(settings)
     try:
-        report = run(memory, args.paths, args.user_id, chunk=args.chunk)
+        report = run(memory, args.paths, user_id, chunk=args.chunk)
+        if report.added:
+            memory.warm_up()  # caches the ONNX query encoder for later searches (once per machine)
     except FileNotFoundError as exc:
         print(f"codemem: {exc}", file=sys.stderr)
         return 2
     finally:
         memory.close()
-    print(f"Read {report.sources} transcripts: {report.added} chunks added ({report.messages} messages), "
-          f"{report.unchanged} already stored, {report.empty} empty; "
-          f"skipped {report.skipped_lines} lines that did not parse.")
+    print(f"Read {report.sources} transcripts into the memory of {user_id}: {report.added} chunks added "
+          f"({report.messages} messages), {report.unchanged} already stored, {report.empty} empty; "
+          f"skipped {report.skipped_lines} lines that did not parse{_where(report.skipped_where, report.skipped_lines)}.")
     return 0
+
+
+def _where(places: list[str], total: int) -> str:
+    """' (file:line, ...)' naming the skipped lines, or nothing when none was skipped."""
+    if not places:
+        return ""
+    return f" ({', '.join(places)}{', ...' if total > len(places) else ''})"
 
 
 def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
     from codemem.ingest import ingest_git as run
     from codemem.memory import Memory
 
+    user_id = _user_id(args, args.repo)
+    print(f"codemem: importing {args.repo} into the memory of {user_id} in {settings.data_dir}", file=sys.stderr)
     memory = Memory(settings)
     try:
-        report = run(memory, args.repo, args.user_id, since=args.since, max_commits=args.max_commits)
+        report = run(memory, args.repo, user_id, since=args.since, max_commits=args.max_commits)
+        if report.added:
+            memory.warm_up()  # caches the ONNX query encoder for later searches (once per machine)
     except ValueError as exc:
         print(f"codemem: {exc}", file=sys.stderr)
         return 2
     finally:
         memory.close()
-    print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored.")
+    merges = "" if report.merges is None else (
+        f"; {report.merges} merge commits passed over (their changes are in the commits they merge)")
+    print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored{merges}. "
+          f"`codemem search \"...\"` in the repository searches them.")
     return 0
 
 

@@ -19,9 +19,11 @@ ENV_PREFIX = "CODEMEM_"
 @dataclass(frozen=True)
 class Settings:
     # A local directory, or object storage: s3://bucket/prefix (gs://, az:// too), with the
-    # endpoint and credentials from the usual AWS_* (GOOGLE_*, AZURE_*) variables.
-    data_dir: str = "./codemem-data"
+    # endpoint and credentials from the usual AWS_* (GOOGLE_*, AZURE_*) variables. Default:
+    # one directory per person (`default_data_dir`), which every command shares.
+    data_dir: str = field(default_factory=lambda: default_data_dir())
     host: str = "127.0.0.1"
+    # `codemem mcp --transport http` defaults to MCP_HTTP_PORT, so the two can run together.
     port: int = 8000
     # Server processes sharing the data directory (`codemem serve --workers N`).
     workers: int = 1
@@ -93,7 +95,7 @@ class Settings:
     ) -> Settings:
         """Defaults (`defaults` over the class's), then `CODEMEM_*` variables, then explicit
         overrides that are not None."""
-        values: dict[str, object] = dict(defaults or {})
+        values: dict[str, object] = {"data_dir": default_data_dir(environ), **(defaults or {})}
         values.update(read_env(cls, ENV_PREFIX, environ))
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
@@ -122,19 +124,24 @@ def is_object_storage(uri: str) -> bool:
     return "://" in uri and not uri.startswith("file://")
 
 
-def agent_defaults(environ: Mapping[str, str] | None = None) -> dict[str, object]:
-    """Defaults of the commands that run inside a coding agent (`mcp`, `hook`).
+MCP_HTTP_PORT = 8765
 
-    One data directory per person, in the XDG data directory, rather than `./codemem-data`
-    in whichever checkout the agent started in: each repository is its own user_id in it,
-    and the MCP server and the hook (separate processes) must find the same store. A Search
-    answer (~4 characters a token) stays under the 50,000 characters past which Claude Code
-    moves a tool's output out of the conversation into a file. A `CODEMEM_*` variable or a
-    flag still overrides each of these.
-    """
+
+def default_data_dir(environ: Mapping[str, str] | None = None) -> str:
+    """One data directory per person, in the XDG data directory, rather than one in whichever
+    directory a command ran: each repository is its own user_id in it, and the CLI, the HTTP
+    server, the MCP server and the hook (separate processes) must all find the same store."""
     env = os.environ if environ is None else environ
     base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return {"data_dir": os.path.join(base, "codemem"), "search_token_budget": 10_000}
+    return os.path.join(base, "codemem")
+
+
+def agent_defaults() -> dict[str, object]:
+    """Defaults of the commands that run inside a coding agent (`mcp`, `hook`): a Search
+    answer (~4 characters a token) stays under the 50,000 characters past which Claude Code
+    moves a tool's output out of the conversation into a file. A `CODEMEM_*` variable or a
+    flag still overrides it."""
+    return {"search_token_budget": 10_000}
 
 
 def env_names(cls: type = Settings, prefix: str = ENV_PREFIX) -> list[str]:

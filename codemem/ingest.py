@@ -9,6 +9,7 @@ tail and the session's experience is rebuilt with it.
 
 from __future__ import annotations
 
+import subprocess
 import tarfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,8 @@ class IngestReport(msgspec.Struct):
     messages: int = 0
     skipped_lines: int = 0  # transcript lines that did not parse
     empty: int = 0  # transcripts with no message
+    skipped_where: list[str] = []  # "file:line" of the first lines that did not parse
+    merges: int | None = None  # merge commits passed over (their changes are in the commits merged)
 
 
 def transcript_paths(paths: list[str]) -> Iterator[Path]:
@@ -76,10 +79,13 @@ def transcript_requests(name: str, t: Transcript, user_id: str, chunk: int, star
 def ingest_transcripts(memory: Memory, paths: list[str], user_id: str, chunk: int = 50, progress: bool = True) -> IngestReport:
     """Each transcript's messages that its session does not hold yet."""
     report = IngestReport()
-    bar = tqdm(desc="transcripts", unit="session", disable=not progress)
+    files = list(transcript_paths(paths))
+    total = None if any(tarfile.is_tarfile(p) for p in files) else len(files)  # an archive holds many
+    bar = tqdm(desc="transcripts", unit="session", total=total, disable=not progress)
     for name, transcript in iter_transcripts(paths):
         report.sources += 1
         report.skipped_lines += transcript.skipped_lines
+        report.skipped_where.extend(f"{name}:{n}" for n in transcript.skipped_at[: max(0, 10 - len(report.skipped_where))])
         if not transcript.messages:
             report.empty += 1
         stored = memory.message_count(user_id, transcript_session_id(name, transcript))
@@ -113,7 +119,11 @@ def ingest_git(
 ) -> IngestReport:
     """One experience per commit. Commits are added concurrently so group commit joins them."""
     report = IngestReport()
-    bar = tqdm(desc="commits", unit="commit", total=max_commits, disable=not progress)
+    total, report.merges = _history_counts(repo, since)
+    if max_commits is not None:
+        total = max_commits if total is None else min(total, max_commits)
+        report.merges = None  # counted over the whole range, not the newest max_commits
+    bar = tqdm(desc="commits", unit="commit", total=total, disable=not progress)
 
     def add(commit: CommitRecord) -> tuple[bool, int]:
         req = commit_request(commit, user_id)
@@ -126,6 +136,21 @@ def ingest_git(
             bar.update(1)
     bar.close()
     return report
+
+
+def _history_counts(repo: str, since: datetime | None) -> tuple[int | None, int | None]:
+    """The commits an import of HEAD reads, and the merges it passes over (None, None when
+    git cannot say): a progress bar's total and ETA, and the summary's merge count."""
+    window = [f"--since={since.isoformat()}"] if since is not None else []
+    counts = []
+    for kind in ("--no-merges", "--merges"):
+        try:
+            done = subprocess.run(["git", "-C", repo, "rev-list", "--count", kind, *window, "HEAD"],
+                                  capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            counts.append(int(done.stdout.strip()) if done.returncode == 0 else None)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            counts.append(None)
+    return counts[0], counts[1]
 
 
 def _count(report: IngestReport, duplicate: bool, messages: int) -> None:

@@ -237,6 +237,11 @@ class Memory:
 
     # -- data handling --------------------------------------------------------------------
 
+    def users(self) -> list[dict[str, int | str]]:
+        """The memories this store holds, most recently written first: each user_id with
+        its experience and message counts and its last write (Unix ms)."""
+        return sorted(self.store.users(), key=lambda u: -int(u["last_write"]))
+
     def message_count(self, user_id: str, session_id: str) -> int:
         """How many messages of a session are stored (an importer of a transcript that
         grows adds only what follows them)."""

@@ -30,12 +30,13 @@ _REMINDER_CLOSE = "</system-reminder>"
 
 
 class Transcript(msgspec.Struct):
-    """One session: its messages in order, and how many input lines could not be read."""
+    """One session: its messages in order, and the input lines that could not be read."""
 
     session_id: str | None
     messages: list[Message]
     skipped_lines: int = 0
     cwd: str | None = None
+    skipped_at: list[int] = []  # their line numbers (1-based), for the reader to find them
 
 
 def _timestamp_ms(value: object) -> int | None:
@@ -146,17 +147,17 @@ def render_claude_code_events(lines: Iterable[str | bytes]) -> Transcript:
     tool_names: dict[str, str] = {}
     session_id: str | None = None
     cwd: str | None = None
-    skipped = 0
-    for line in lines:
+    skipped: list[int] = []
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             event = json.loads(line)
         except (ValueError, UnicodeDecodeError):
-            skipped += 1
+            skipped.append(number)
             continue
         if not isinstance(event, dict):
-            skipped += 1
+            skipped.append(number)
             continue
         if session_id is None and isinstance(event.get("sessionId"), str):
             session_id = event["sessionId"]
@@ -165,7 +166,8 @@ def render_claude_code_events(lines: Iterable[str | bytes]) -> Transcript:
         rendered = _render_event(event, tool_names)
         if rendered is not None:
             messages.append(rendered)
-    return Transcript(session_id=session_id, messages=messages, skipped_lines=skipped, cwd=cwd)
+    return Transcript(session_id=session_id, messages=messages, skipped_lines=len(skipped), cwd=cwd,
+                      skipped_at=skipped)
 
 
 def load_claude_code_jsonl(path: str | Path) -> Transcript:

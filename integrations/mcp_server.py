@@ -2,8 +2,10 @@
 streamable HTTP, calling the same `Memory` as the HTTP service.
 
 The server answers the MCP handshake at once: the Memory (LanceDB takes ~2 s to import) and
-the embedding model (~10 s) are opened on a background thread, and the first tool call that
-needs them waits for what is left. A tool given no `user_id` uses the memory of the
+the query encoder are opened on a background thread, and the first tool call waits for what
+is left. A search needs only the ONNX query encoder that an earlier export cached
+(`codemem.onnx_encoder`, ~0.3 s, no torch); the model itself (~10 s) is loaded at start-up
+only when no such encoder is cached, else by the first tool call that stores something. A tool given no `user_id` uses the memory of the
 repository the server was started in (`codemem.repo_id`), so "this repository's memory"
 needs no configuration.
 """
@@ -78,23 +80,33 @@ class LazyMemory:
         return self._memory
 
     def close(self) -> None:
-        if self._thread.ident is not None:  # started: let the store finish opening first
-            self._opened.wait()
+        """Wait for the opening thread to finish (the interpreter aborts with "terminate
+        called without an active exception" when it exits while native code still loads a
+        model on a thread), then close the Memory."""
+        if self._thread.ident is not None:
+            self._thread.join()
         if self._memory is not None:
             self._memory.close()
 
     def _open(self) -> None:
+        from codemem.embedding import make_embedder
+
+        settings = self.settings
+        embedder = make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         try:
             from codemem.memory import Memory
 
-            self._memory = Memory(self.settings)
+            self._memory = Memory(settings, embedder=embedder)
+            # After the store, not beside it: the handshake, answered meanwhile, competes
+            # with one loader at a time.
+            embedder.warm_queries()
         except Exception as exc:  # noqa: BLE001 - reported by every tool call instead
             log.exception("opening the memory failed")
             self._error = exc
         finally:
             self._opened.set()
-        if self._memory is not None:
-            self._memory.warm_up()
+        if self._memory is not None and not embedder.warm_queries():
+            self._memory.warm_up()  # no cached encoder: load the model, export and cache one
 
 
 @contextmanager

@@ -8,6 +8,7 @@ answer's size is bounded where it is built, by the token budget).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from html import escape
 
 from codemem.models import Hit, TextPart
@@ -45,6 +46,9 @@ def _block(hit: Hit, rank: int | None = None) -> str:
         attrs["position"] = hit.metadata.get("position")
     if rank is not None:
         attrs["score"] = f"{hit.score:.4f}"
+    stamp = hit.metadata.get("timestamp")
+    if isinstance(stamp, int) and stamp > 0:  # the experience's own time: the commit's, the session's
+        attrs["at"] = datetime.fromtimestamp(stamp / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     attrs["stored"] = hit.created_at
     if omitted := hit.metadata.get("omitted_chars"):
         attrs["omitted_chars"] = omitted

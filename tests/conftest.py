@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +13,12 @@ from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
 from tests.shared_data import SWE_LITE_TAR, require
+
+# Tests never write into the user's own data or cache directories (every command's default
+# data directory, the cached ONNX query encoder); child processes inherit these.
+_HOME = tempfile.mkdtemp(prefix="codemem-tests-")
+os.environ["XDG_DATA_HOME"] = os.path.join(_HOME, "data")
+os.environ["XDG_CACHE_HOME"] = os.path.join(_HOME, "cache")
 
 
 @pytest.fixture(scope="session")

@@ -10,15 +10,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, cast
 
-import lancedb
-import numpy as np
-from lancedb.index import FTS, Bitmap, BTree
-from lancedb.query import LanceVectorQueryBuilder
+# LanceDB's Rust logger reads its level from LANCEDB_LOG when lancedb is imported and writes
+# to stderr, outside our log: at its default it printed "WARN lance::dataset::optimize ...
+# Retryable commit conflict" (a retry that then succeeded) into a user's progress bar. Only
+# its errors are shown unless the user sets LANCEDB_LOG (e.g. `warn`, `debug`) to see more.
+os.environ.setdefault("LANCEDB_LOG", "error")
+
+import lancedb  # noqa: E402 - after its log level is set
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+from lancedb.index import FTS, Bitmap, BTree  # noqa: E402
+from lancedb.query import LanceVectorQueryBuilder  # noqa: E402
 
 from codemem.errors import StoreMismatch
 from codemem.ranking.types import Candidate
@@ -145,6 +154,19 @@ class Store:
 
     def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, Any]]:
         return self.table.search().where(where).select(list(columns)).limit(limit).to_list()
+
+    def users(self) -> list[dict[str, Any]]:
+        """Each user_id stored: its experience cards, its messages and its last write (ms)."""
+        table = self.table.search().select(["user_id", "kind", "created_at"]).limit(None).to_arrow()
+        if not table.num_rows:
+            return []
+        kinds = table["kind"]
+        table = table.append_column("card", pc.cast(pc.equal(kinds, "card"), pa.int64()))
+        table = table.append_column("message", pc.cast(pc.equal(kinds, "message"), pa.int64()))
+        grouped = table.group_by("user_id").aggregate(
+            [("card", "sum"), ("message", "sum"), ("created_at", "max")])
+        return [{"user_id": r["user_id"], "experiences": int(r["card_sum"]), "messages": int(r["message_sum"]),
+                 "last_write": int(r["created_at_max"])} for r in grouped.to_pylist()]
 
     def request_stored(self, user_key: str, request_key: str) -> bool:
         return self.exists(f"{user_scope(user_key)} AND request_key = '{request_key}'")

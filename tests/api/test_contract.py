@@ -259,7 +259,7 @@ def test_body_over_30_mib_is_413(client: TestClient, memory: Memory) -> None:
     big = add_body("huge", texts=("x" * (30 * 1024 * 1024 + 10),))
     r = client.post("/add", json=big)
     assert r.status_code == 413
-    assert r.json()["detail"]["reason"]
+    assert "31,457,280 bytes (30 MiB)" in r.json()["detail"]["reason"]  # names the limit
     assert memory.store.count() == 0
 
 

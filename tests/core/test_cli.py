@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import git
 import pytest
 
-from cli.main import main, parse_age
+from cli import subcommands
+from cli.main import build_parser, main, parse_age
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
@@ -30,11 +32,12 @@ def filled(tmp_path: Path, embedder: MiniLMEmbedder) -> str:
 def test_search_prints_ranked_readable_results(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", "--data-dir", filled, "--user-id", "dev", "IndexError in parse_hunk_header"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("#1  score ")
-    assert "session sess-1" in out.splitlines()[0]
-    assert "card" in out.splitlines()[0]
-    assert "guarded the split" in out.split("session sess-2")[0]
-    assert "{" not in out.splitlines()[0]
+    first = out.split("\n#2")[0]
+    assert "from the memory of dev" in out.splitlines()[0]
+    assert first.splitlines()[2].startswith("#1  Fix the crash in parsers/diff.py")
+    assert "session sess-1" in first and "outcome: " in first
+    assert "guarded the split" in first  # the evidence
+    assert "{" not in first
 
 
 def test_search_json_is_the_contract_shape(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,7 +52,42 @@ def test_search_json_is_the_contract_shape(filled: str, capsys: pytest.CaptureFi
 
 def test_search_of_unknown_user_says_so(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     main(["search", "--data-dir", filled, "--user-id", "stranger", "anything"])
-    assert capsys.readouterr().out.strip() == "No memories match."
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("The memory of stranger is empty") and "codemem memories" in out
+
+
+def test_search_suggests_the_name_meant(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["search", "--data-dir", filled, "--user-id", "DEV", "crash"])
+    assert "Did you mean --user-id dev?" in capsys.readouterr().out
+
+
+def test_memories_lists_users_with_counts(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["memories", "--data-dir", filled]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"1 memory in {filled}"
+    assert out[2].split()[:3] == ["dev", "2", "3"]  # 2 experiences, 3 messages
+
+
+@pytest.mark.parametrize("argv", [["search", "q"], ["memories"], ["delete-user", "--user-id", "u"],
+                                  ["purge", "--older-than", "1d"]])
+def test_read_only_commands_create_no_data_directory(
+        argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nowhere"
+    code = main([*argv[:1], "--data-dir", str(missing), *argv[1:]])
+    assert code == (1 if argv[0] in ("search", "memories") else 0)
+    assert not missing.exists()
+    assert f"no memory at {missing}" in capsys.readouterr().err
+
+
+def test_user_id_defaults_to_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    repo = tmp_path / "repo"
+    git.Repo.init(repo).create_remote("origin", "git@github.com:acme/widgets.git")
+    monkeypatch.chdir(repo)
+    main(["search", "--data-dir", str(tmp_path / "data-missing"), "q"])  # resolves the id, then stops
+    args = build_parser().parse_args(["ingest-git", str(repo)])
+    assert args.user_id is None and subcommands._user_id(args, args.repo) == "repo:github.com/acme/widgets"
+    assert subcommands._user_id(build_parser().parse_args(["search", "q"])) == "repo:github.com/acme/widgets"
 
 
 def test_purge_removes_only_older_memories(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +96,7 @@ def test_purge_removes_only_older_memories(filled: str, capsys: pytest.CaptureFi
     main(["purge", "--data-dir", filled, "--older-than", "0s"])
     assert "Removed 5 memories" in capsys.readouterr().out  # 3 messages and 2 session cards
     main(["search", "--data-dir", filled, "--user-id", "dev", "crash"])
-    assert "No memories match." in capsys.readouterr().out
+    assert "The memory of dev is empty" in capsys.readouterr().out
 
 
 def test_delete_user(filled: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -99,6 +99,7 @@ def test_ingest_transcripts_counts_lines_that_do_not_parse(memory: Memory, tmp_p
     )
     report = ingest_transcripts(memory, [str(path)], "dev", progress=False)
     assert report.skipped_lines == 2
+    assert report.skipped_where == [f"{path}:2", f"{path}:3"]  # named by file and line
     assert report.added == 1
 
 
@@ -138,6 +139,24 @@ def test_ingest_git_makes_one_experience_per_commit_and_finds_the_fix(memory: Me
     assert "divide" in hits[0].metadata["edited_symbols"]
     again = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
     assert again.added == 0 and again.unchanged == 3
+
+
+def test_ingest_git_counts_the_merges_it_passes_over(memory: Memory, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path / "repo")
+    main_branch = repo.active_branch
+    feature = repo.create_head("feature", repo.head.commit.parents[0])
+    feature.checkout()
+    (tmp_path / "repo" / "NOTES").write_text("notes\n")
+    repo.index.add(["NOTES"])
+    repo.index.commit("Add notes")
+    main_branch.checkout()
+    repo.git.merge("feature", "--no-ff", "-m", "Merge branch feature")
+    report = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
+    assert (report.sources, report.merges) == (4, 1)
+    code = main(["ingest-git", "--data-dir", str(tmp_path / "d"), str(tmp_path / "repo")])
+    assert code == 0
+    assert "1 merge commits passed over" in capsys.readouterr().out
 
 
 def test_ingest_git_rejects_a_non_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

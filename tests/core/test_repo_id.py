@@ -8,7 +8,7 @@ import git
 import pytest
 
 from cli.main import build_parser
-from codemem.config import Settings, agent_defaults
+from codemem.config import Settings, agent_defaults, default_data_dir
 from codemem.repo_id import normalise_remote, repo_user_id
 
 
@@ -57,17 +57,18 @@ def test_a_directory_outside_git_is_named_by_its_path(tmp_path: Path) -> None:
     assert repo_user_id(plain) == f"dir:{plain.resolve()}"
 
 
-def test_agent_commands_keep_one_memory_per_person_unless_told_otherwise() -> None:
-    defaults = agent_defaults({"XDG_DATA_HOME": "/x/share"})
-    assert Settings.from_env({}, defaults=defaults).data_dir == "/x/share/codemem"
-    assert Settings.from_env({}, defaults=defaults).search_token_budget == 10_000
-    assert Settings.from_env({"CODEMEM_DATA_DIR": "/d"}, defaults=defaults).data_dir == "/d"
-    assert Settings.from_env({"CODEMEM_DATA_DIR": "/d"}, defaults=defaults, data_dir="/flag").data_dir == "/flag"
-    assert Settings.from_env({}).data_dir == "./codemem-data"  # `serve` and the rest: unchanged
+def test_every_command_keeps_one_memory_per_person_unless_told_otherwise() -> None:
+    env = {"XDG_DATA_HOME": "/x/share"}
+    assert default_data_dir(env) == "/x/share/codemem"
+    assert Settings.from_env(env).data_dir == "/x/share/codemem"
+    assert Settings.from_env(env | {"CODEMEM_DATA_DIR": "/d"}).data_dir == "/d"
+    assert Settings.from_env(env | {"CODEMEM_DATA_DIR": "/d"}, data_dir="/flag").data_dir == "/flag"
+    agent = Settings.from_env(env, defaults=agent_defaults())
+    assert (agent.data_dir, agent.search_token_budget) == ("/x/share/codemem", 10_000)
 
 
 @pytest.mark.parametrize("argv, agent", [
-    (["mcp"], True), (["hook", "claude-code"], True), (["serve"], False), (["search", "--user-id", "u", "q"], False),
+    (["mcp"], True), (["hook", "claude-code"], True), (["serve"], False), (["search", "q"], False),
 ])
 def test_only_the_agent_commands_take_the_agent_defaults(argv: list[str], agent: bool) -> None:
     assert getattr(build_parser().parse_args(argv), "agent", False) is agent

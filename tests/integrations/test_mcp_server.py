@@ -39,6 +39,7 @@ class Conversation:
     answers: dict[str, CallToolResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     history_repo: str = ""
+    server_log: str = ""
 
     def text(self, name: str) -> str:
         content = self.answers[name].content
@@ -125,7 +126,9 @@ def talk(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> 
     log = base / "server.log"
     with open(log, "w") as errlog:
         try:
-            return anyio.run(_converse, params, base / "data", _history(base / "history"), errlog, embedder)
+            done = anyio.run(_converse, params, base / "data", _history(base / "history"), errlog, embedder)
+            done.server_log = log.read_text()
+            return done
         except BaseException:
             print(log.read_text()[-4000:], file=sys.stderr)
             raise
@@ -137,6 +140,11 @@ def test_the_server_offers_the_four_tools(talk: Conversation) -> None:
     assert talk.tools["get_experience"].input_schema["required"] == ["id"]
     assert talk.tools["search_memory"].annotations.read_only_hint is True
     assert talk.tools["remember"].annotations.idempotent_hint is True
+
+
+def test_the_server_exits_without_a_native_abort(talk: Conversation) -> None:
+    # It waits for its opening thread: exiting while native code loads a model aborted with this.
+    assert "terminate called" not in talk.server_log
 
 
 def test_the_handshake_does_not_wait_for_the_model(talk: Conversation) -> None:

@@ -1,0 +1,94 @@
+"""How `codemem search` finds a running `codemem serve` over the same data directory.
+
+A search that opens the store itself pays for LanceDB and the query encoder on every run;
+a server already holds both and answers in milliseconds. So `codemem serve` leaves a small
+file in its data directory naming its URL and process id, removed on shutdown; a search
+uses the server when that process is alive and answers `/health`, and opens the store
+itself otherwise (a stale file is ignored: a server killed with SIGKILL cannot remove it).
+Only local data directories have one: object storage is never "the same machine".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from codemem.config import Settings, is_object_storage
+from codemem.models import Hit, SearchRequest
+
+FILE_NAME = "server.json"
+HEALTH_TIMEOUT_S = 0.5
+SEARCH_TIMEOUT_S = 30.0
+
+
+class _SearchResponse(msgspec.Struct):
+    data: list[Hit]
+
+
+def server_file(data_dir: str) -> Path | None:
+    return None if is_object_storage(data_dir) else Path(data_dir).expanduser() / FILE_NAME
+
+
+@contextlib.contextmanager
+def announced(settings: Settings) -> Iterator[None]:
+    """While serving: the file that names this server, removed when serving stops."""
+    path = server_file(settings.data_dir)
+    if path is None:
+        yield
+        return
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"url": f"http://{host}:{settings.port}", "pid": os.getpid()}
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, path)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_text()).get("pid") == os.getpid():  # not a newer server's
+                path.unlink()
+
+
+def running_server(data_dir: str) -> str | None:
+    """The URL of a live server over `data_dir`, or None."""
+    path = server_file(data_dir)
+    try:
+        record = json.loads(path.read_text()) if path is not None else None
+        url, pid = str(record["url"]), int(record["pid"])  # type: ignore[index]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if not _alive(pid):
+        return None
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=HEALTH_TIMEOUT_S) as answer:
+            return url if answer.status == 200 else None
+    except (OSError, urllib.error.URLError):
+        return None
+
+
+def search(url: str, req: SearchRequest, api_key: str | None) -> list[Hit]:
+    """The server's answer to one Search (OSError when it cannot be had)."""
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    request = urllib.request.Request(f"{url}/search", data=msgspec.json.encode(req), headers=headers)
+    with urllib.request.urlopen(request, timeout=SEARCH_TIMEOUT_S) as answer:
+        return msgspec.json.decode(answer.read(), type=_SearchResponse).data
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True

@@ -1,0 +1,126 @@
+"""Search results as a person reads them in a terminal.
+
+A result leads with what a person acts on: for a commit, its subject, SHA, author, date,
+files, the PR and issue numbers it names and the `git show` that opens it; for an agent
+session, its outcome, root cause, files and symbols edited, and tests. Each is dated at the
+experience's own time (the commit's, the session's messages'), not at the time it was
+imported. `codemem search --json` prints the raw response instead.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from datetime import UTC, datetime
+
+from codemem.models import Hit, TextPart
+
+_SECTION = re.compile(r"^## (.+)$", re.M)
+_COMMIT = re.compile(r"Commit (?P<sha>[0-9a-f]{7,40}) by (?P<author>.+?) on (?P<date>\d{4}-\d{2}-\d{2})")
+_SHA = re.compile(r"^[0-9a-f]{7,40}$")
+# "(#123)" in a squash subject, "Fixes #12", "PR #7", "owner/repo#9"; not "#include".
+_NUMBER = re.compile(r"(?<![\w&])#(\d+)\b")
+_EVIDENCE = "Evidence from this session:"
+
+
+def format_hit(rank: int, hit: Hit, width: int = 100, evidence_lines: int = 6) -> str:
+    text = _text(hit)
+    card, _, evidence = text.partition(_EVIDENCE)
+    sha = _commit_sha(hit, card)
+    lines = _commit_lines(hit, card, sha) if sha else _session_lines(hit, card)
+    head = f"#{rank}  {lines[0]}"
+    body = [f"    {line}" for line in lines[1:]]
+    if evidence.strip():
+        wrapped = [w for line in evidence.strip().splitlines() for w in textwrap.wrap(line, width - 6)]
+        more = len(wrapped) - evidence_lines
+        body.append("    evidence:")
+        body.extend(f"      {w}" for w in wrapped[:evidence_lines])
+        if more > 0:
+            body.append(f"      ... ({more} more lines; --json prints everything)")
+    return "\n".join([head, *body]) + "\n"
+
+
+def _commit_lines(hit: Hit, card: str, sha: str) -> list[str]:
+    meta = hit.metadata
+    found = _COMMIT.search(card)
+    subject = _subject(card)
+    files = [str(f) for f in _list(meta.get("edited_files"))]
+    numbers = list(dict.fromkeys(_NUMBER.findall(card.split("\nDiff:", 1)[0].split("```diff", 1)[0])))
+    lines = [f"{subject}",
+             f"commit {sha[:12]}  {_when(hit, found['date'] if found else None)}"
+             + (f"  by {found['author']}" if found else "") + f"  score {hit.score:.3f}"]
+    if files:
+        lines.append("files: " + _joined(files))
+    if numbers:
+        lines.append("refs: " + ", ".join(f"#{n}" for n in numbers))
+    lines.append(f"open: git show {sha[:12]}")
+    return lines
+
+
+def _session_lines(hit: Hit, card: str) -> list[str]:
+    meta = hit.metadata
+    sections = _sections(card)
+    task = _first_line(sections.get("Task", "")) or _first_line(card)
+    outcome = str(meta.get("outcome") or _first_line(sections.get("Outcome", "")))
+    lines = [f"{task}",
+             f"session {hit.session_id}  {_when(hit)}  score {hit.score:.3f}"]
+    if outcome:
+        lines.append(f"outcome: {outcome}")
+    if cause := sections.get("Root cause"):
+        lines.append("root cause: " + " ".join(c.lstrip("- ").strip() for c in cause.splitlines())[:300])
+    if files := _list(meta.get("edited_files")):
+        lines.append("edited: " + _joined([str(f) for f in files]))
+    if symbols := _list(meta.get("edited_symbols")):
+        lines.append("symbols: " + _joined([str(s) for s in symbols]))
+    if tests := sections.get("Tests"):
+        lines.append("tests: " + _first_line(tests))
+    return lines
+
+
+def _commit_sha(hit: Hit, card: str) -> str | None:
+    """The SHA of a commit experience (its session id is `git:<sha>`), else None."""
+    tail = hit.session_id.partition(":")[2] if hit.session_id.startswith("git:") else ""
+    if _SHA.match(tail):
+        return tail
+    found = _COMMIT.search(card)
+    return found["sha"] if found and hit.session_id.startswith("git:") else None
+
+
+def _when(hit: Hit, fallback_date: str | None = None) -> str:
+    """The experience's own time (its card's timestamp), else the date its text names, else
+    when it was stored, said so."""
+    stamp = hit.metadata.get("timestamp")
+    if isinstance(stamp, int | float) and stamp > 0:
+        return datetime.fromtimestamp(stamp / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if fallback_date:
+        return fallback_date
+    return f"stored {hit.created_at[:16].replace('T', ' ')} UTC"
+
+
+def _sections(card: str) -> dict[str, str]:
+    parts = _SECTION.split(card)
+    return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+
+def _subject(card: str) -> str:
+    task = _sections(card).get("Task")
+    return _first_line(task if task is not None else card)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _joined(items: list[str], limit: int = 8) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+def _text(hit: Hit) -> str:
+    if isinstance(hit.content, str):
+        return hit.content
+    return "\n".join(p.text if isinstance(p, TextPart) else "[image]" for p in hit.content)

@@ -1,0 +1,104 @@
+"""`codemem search` answers fast: through a running server over the same data directory
+when there is one (cli/local_server.py), else with the cached ONNX query encoder and no
+torch import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from cli import local_server
+from cli.main import main
+from codemem.config import Settings
+from codemem.embedding import MiniLMEmbedder, query_encoder_path
+from codemem.memory import Memory
+from codemem.models import AddRequest, Message
+
+ROOT = Path(__file__).resolve().parents[2]
+HIT = {"id": "c_1", "content": "## Task\nFix the flaky cache test\n\n## Outcome\nfixed", "score": 0.5,
+       "created_at": "2026-01-01T00:00:00.000Z", "session_id": "s-9",
+       "metadata": {"kind": "card", "outcome": "fixed", "edited_files": ["tests/test_io.py"]}}
+
+
+class _Fake(BaseHTTPRequestHandler):
+    asked: list[dict[str, object]] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server interface
+        self._reply(200, {"status": "ok"} if self.path == "/health" else {})
+
+    def do_POST(self) -> None:  # noqa: N802
+        _Fake.asked.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self._reply(200, {"data": [HIT]})
+
+    def _reply(self, status: int, body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_search_asks_the_server_that_announced_itself(tmp_path: Path, fake_server: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    settings = Settings(data_dir=str(tmp_path / "data"), port=int(fake_server.rsplit(":", 1)[1]))
+    with local_server.announced(settings):
+        assert local_server.running_server(settings.data_dir) == fake_server
+        assert main(["search", "--data-dir", settings.data_dir, "--user-id", "dev", "flaky cache"]) == 0
+    assert _Fake.asked[-1] == {"user_id": "dev", "query": "flaky cache", "top_k": 5, "options": None}
+    out = capsys.readouterr().out
+    assert "#1  Fix the flaky cache test" in out and "edited: tests/test_io.py" in out
+    assert not (tmp_path / "data" / local_server.FILE_NAME).exists()  # removed on shutdown
+
+
+def test_a_stale_server_file_is_ignored(tmp_path: Path, fake_server: str) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / local_server.FILE_NAME).write_text(json.dumps({"url": fake_server, "pid": int(dead.stdout)}))
+    assert local_server.running_server(str(tmp_path)) is None
+    (tmp_path / local_server.FILE_NAME).write_text("not json")
+    assert local_server.running_server(str(tmp_path)) is None
+
+
+def test_cold_search_loads_the_cached_encoder_and_no_torch(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    assert query_encoder_path().is_file()  # the session's embedder cached it when it warmed
+    data = str(tmp_path / "data")
+    with Memory(Settings(data_dir=data, compact_interval_s=0), embedder=embedder) as m:
+        m.add(AddRequest("r1", "dev", "sess-1", [Message("user", "Fix the IndexError in parse_hunk_header")]))
+    probe = (f"import sys; from cli.main import main; main(['search', '--data-dir', {data!r}, '--user-id', 'dev', "
+             "'--json', 'IndexError in parse_hunk_header']); print(sorted({'torch', 'transformers', "
+             "'sentence_transformers'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env=os.environ | {"PYTHONPATH": str(ROOT)})
+    out = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out[0])["data"][0]["session_id"] == "sess-1"
+    assert out[1] == "[]"
+
+
+def test_the_cached_encoder_gives_the_exported_vectors(embedder: MiniLMEmbedder) -> None:
+    from codemem.embedding import _model_dir
+    from codemem.onnx_encoder import OnnxEncoder
+
+    cached = OnnxEncoder.load(query_encoder_path(), _model_dir() / "tokenizer.json", threads=1)
+    assert cached is not None
+    for text, tokens in [("QuerySet.filter(None) raises TypeError", 64), ("word " * 400, 64), ("x", 256)]:
+        diff = abs(cached.embed_one(text, tokens) - embedder._torch_embed([text], tokens)[0]).max()
+        assert diff < 1e-5, (text[:20], tokens, diff)
