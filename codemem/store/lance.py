@@ -17,6 +17,8 @@ from typing import Any, cast
 
 import lancedb
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import FTS, Bitmap, BTree
 from lancedb.query import LanceVectorQueryBuilder
 
@@ -131,6 +133,10 @@ class Store:
         """Remove every row of one user; returns how many there were."""
         return self.delete(user_scope(user_key))
 
+    def delete_session(self, user_key: str, session_key: str) -> int:
+        """Remove every row of one session of one user (messages, card, steps)."""
+        return self.delete(f"{user_scope(user_key)} AND session_key = '{session_key}'")
+
     def delete_older_than(self, created_before_ms: int) -> int:
         """Remove every row stored before a Unix time in ms, for all users."""
         return self.delete(f"created_at < {int(created_before_ms)}")
@@ -172,6 +178,22 @@ class Store:
         if not (quoted := _id_list(list(session_keys))):
             return []
         return self.rows(f"{user_scope(user_key)} AND kind = 'message' AND session_key IN ({quoted})", columns=columns)
+
+    def row_sizes(self) -> pa.Table:
+        """Every row's user_id, kind, created_at and stored size in bytes (its text, parts,
+        metadata and references, plus its vector when it has one), without reading the
+        text into Python: the lengths are computed in the scan."""
+        vector_bytes = 4 * self.schema.field("vector").type.list_size
+        columns: dict[str, Any] = {"user_id": "user_id", "kind": "kind", "created_at": "created_at", "has_vector": "has_vector",
+                   "bytes": "octet_length(text) + octet_length(content) + octet_length(metadata) + octet_length(refs)"}
+        rows = self.table.search().select(columns).limit(None).to_arrow()
+        vectors = pc.multiply(rows["has_vector"].cast(pa.int64()), vector_bytes)
+        return rows.set_column(rows.schema.get_field_index("bytes"), "bytes",
+                               pc.add(rows["bytes"].cast(pa.int64()), vectors)).drop_columns(["has_vector"])
+
+    def user_rows(self, user_key: str, kind: str, columns: Iterable[str] = RESULT_COLUMNS) -> list[dict[str, Any]]:
+        """One user's rows of one kind (e.g. every card)."""
+        return self.rows(f"{user_scope(user_key)} AND kind = '{_safe(kind)}'", columns=columns)
 
     def by_ids(self, ids: list[str]) -> list[Candidate]:
         if not (quoted := _id_list(ids)):
