@@ -8,6 +8,8 @@ untrimmed, so that a person can see what the agents have learned and remove what
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import msgspec
@@ -23,7 +25,7 @@ class UserSummary(msgspec.Struct, frozen=True):
     experiences: int  # experience cards (one per session or commit)
     messages: int
     items: int  # every stored row: messages, cards, steps
-    stored_bytes: int  # text, parts, metadata, references and vectors
+    stored_bytes: int  # text, parts, metadata, references and vectors (see Inventory)
     last_write_ms: int  # Unix ms of the newest row
 
 
@@ -52,25 +54,46 @@ class ExperienceRecord(msgspec.Struct, frozen=True):
     messages: list[StoredItem]  # empty unless asked for
 
 
-def user_summaries(store: Store) -> list[UserSummary]:
-    """Every user_id in the store, most recently written first."""
-    rows = store.row_sizes()
-    if rows.num_rows == 0:
-        return []
-    totals = rows.group_by("user_id").aggregate(
-        [("bytes", "sum"), ("created_at", "max"), ("kind", "count")]
-    ).to_pylist()
-    kinds = rows.group_by(["user_id", "kind"]).aggregate([("kind", "count")]).to_pylist()
-    counts = {(r["user_id"], r["kind"]): int(r["kind_count"]) for r in kinds}
-    summaries = [
-        UserSummary(
-            user_id=r["user_id"], experiences=counts.get((r["user_id"], "card"), 0),
-            messages=counts.get((r["user_id"], "message"), 0), items=int(r["kind_count"]),
-            stored_bytes=int(r["bytes_sum"]), last_write_ms=int(r["created_at_max"]),
-        )
-        for r in totals
-    ]
-    return sorted(summaries, key=lambda s: (-s.last_write_ms, s.user_id))
+class Inventory:
+    """Each user's figures. Counts and last writes are read fresh (small columns); storage
+    needs every text read, so it is measured again only once the store has changed and the
+    last measure is `max_age_s` old: a busy memory's page stays fast, its storage figure at
+    most that much behind."""
+
+    def __init__(self, store: Store, max_age_s: float = 30.0) -> None:
+        self.store, self.max_age_s = store, max_age_s
+        self._sizes: dict[str, int] = {}
+        self._measured: tuple[int, float] | None = None  # (store version, monotonic time)
+        self._lock = threading.Lock()
+
+    def users(self) -> list[UserSummary]:
+        """Every user_id in the store, most recently written first."""
+        rows = self.store.row_facts()
+        if rows.num_rows == 0:
+            return []
+        kinds = rows.group_by(["user_id", "kind"]).aggregate([("kind", "count"), ("created_at", "max")]).to_pylist()
+        counts: dict[str, dict[str, int]] = {}
+        last: dict[str, int] = {}
+        for r in kinds:
+            counts.setdefault(r["user_id"], {})[r["kind"]] = int(r["kind_count"])
+            last[r["user_id"]] = max(last.get(r["user_id"], 0), int(r["created_at_max"]))
+        sizes = self.sizes(set(counts))
+        summaries = [
+            UserSummary(user_id=user, experiences=c.get("card", 0), messages=c.get("message", 0),
+                        items=sum(c.values()), stored_bytes=sizes.get(user, 0), last_write_ms=last[user])
+            for user, c in counts.items()
+        ]
+        return sorted(summaries, key=lambda s: (-s.last_write_ms, s.user_id))
+
+    def sizes(self, users: set[str]) -> dict[str, int]:
+        """Stored bytes per user_id, measured again when a user is new to the last measure."""
+        with self._lock:
+            version, now = self.store.version(), time.monotonic()
+            stale = self._measured is None or not users <= self._sizes.keys() or (
+                version != self._measured[0] and now - self._measured[1] >= self.max_age_s)
+            if stale:
+                self._sizes, self._measured = self.store.user_bytes(), (version, now)
+            return self._sizes
 
 
 def cards_of(store: Store, user_id: str) -> list[StoredItem]:

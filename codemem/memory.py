@@ -54,6 +54,7 @@ class Memory:
         self.compactor.start()
         self.refresher = SessionRefresher(self.refresh_session)
         self._histories = sessions.MessageCache()
+        self.inventory = inventory.Inventory(self.store)
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
 
     def warm_up(self) -> None:
@@ -281,7 +282,7 @@ class Memory:
 
     def list_users(self) -> list[inventory.UserSummary]:
         """Every user_id with its experience and message counts, storage and last write."""
-        return inventory.user_summaries(self.store)
+        return self.inventory.users()
 
     def list_experiences(self, user_id: str) -> list[inventory.StoredItem]:
         """Every experience card of one user, newest first."""

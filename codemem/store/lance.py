@@ -179,17 +179,24 @@ class Store:
             return []
         return self.rows(f"{user_scope(user_key)} AND kind = 'message' AND session_key IN ({quoted})", columns=columns)
 
-    def row_sizes(self) -> pa.Table:
-        """Every row's user_id, kind, created_at and stored size in bytes (its text, parts,
-        metadata and references, plus its vector when it has one), without reading the
-        text into Python: the lengths are computed in the scan."""
+    def row_facts(self) -> pa.Table:
+        """Every row's user_id, kind and created_at: cheap, nothing but small columns."""
+        return self.table.search().select(["user_id", "kind", "created_at"]).limit(None).to_arrow()
+
+    def user_bytes(self) -> dict[str, int]:
+        """Each user_id's stored bytes: text, parts, metadata and references, plus a vector
+        for each row that has one. The lengths are computed in the scan, but the scan reads
+        every text: seconds on a large table."""
         vector_bytes = 4 * self.schema.field("vector").type.list_size
-        columns: dict[str, Any] = {"user_id": "user_id", "kind": "kind", "created_at": "created_at", "has_vector": "has_vector",
-                   "bytes": "octet_length(text) + octet_length(content) + octet_length(metadata) + octet_length(refs)"}
+        columns: dict[str, Any] = {
+            "user_id": "user_id", "has_vector": "has_vector",
+            "bytes": "octet_length(text) + octet_length(content) + octet_length(metadata) + octet_length(refs)"}
         rows = self.table.search().select(columns).limit(None).to_arrow()
-        vectors = pc.multiply(rows["has_vector"].cast(pa.int64()), vector_bytes)
-        return rows.set_column(rows.schema.get_field_index("bytes"), "bytes",
-                               pc.add(rows["bytes"].cast(pa.int64()), vectors)).drop_columns(["has_vector"])
+        if rows.num_rows == 0:
+            return {}
+        total = pc.add(rows["bytes"].cast(pa.int64()), pc.multiply(rows["has_vector"].cast(pa.int64()), vector_bytes))
+        sums = pa.table({"user_id": rows["user_id"], "bytes": total}).group_by("user_id").aggregate([("bytes", "sum")])
+        return dict(zip(sums["user_id"].to_pylist(), sums["bytes_sum"].to_pylist(), strict=True))
 
     def user_rows(self, user_key: str, kind: str, columns: Iterable[str] = RESULT_COLUMNS) -> list[dict[str, Any]]:
         """One user's rows of one kind (e.g. every card)."""
