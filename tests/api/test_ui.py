@@ -35,6 +35,7 @@ def filled(client: TestClient) -> TestClient:
         ("alice", "s-fix", FIX),
         ("alice", "s-xss", (f"render this {XSS}", f"I read {XSS} and did nothing")),
         ("bob", "s-bob", ("bob's secret migration plan", "done with the migration")),
+        ('<i onmouseover="x()">eve</i>', "s-eve", ("a user id that is markup", "stays text")),
     ]):
         r = client.post("/add", json=add_body(f"r{i}", user, session, texts))
         assert r.status_code == 200, r.text
@@ -49,6 +50,7 @@ def test_memories_page_lists_each_user_with_counts_and_store_health(filled: Test
     assert row and row.groups() == ("2", "4")  # two experiences, four messages
     assert "unindexed rows" in page.text and "fragments" in page.text and "compactions" in page.text
     assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert "&lt;i onmouseover=&#34;x()&#34;&gt;eve&lt;/i&gt;" in page.text and "<i onmouseover" not in page.text
 
 
 def test_search_page_ranks_as_the_api_does_and_shows_only_that_user(filled: TestClient) -> None:

@@ -2,10 +2,13 @@
 Playwright's own browser download). One server and one browser for the module, over a
 memory of real trajectories (../shared/data/swe-contextbench-lite) and a hostile session.
 
-The tests also take the README's screenshots (docs/screenshots/)."""
+The tests also take the README's screenshots: into docs/screenshots/ with
+UPDATE_SCREENSHOTS=1 (then commit them), else into a temporary folder, so that a test run
+leaves the tree clean."""
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -29,7 +32,7 @@ from tests.server import free_port
 from tests.shared_data import SWE_LITE, in_ci
 
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 # The first trajectories of the archive (read without streaming all of it).
 MINE = ("sympy__sympy-24213", "sphinx-doc__sphinx-8713", "sympy__sympy-12171")
 THEIRS = "django__django-14411"
@@ -126,23 +129,25 @@ def _sessions(page: Page) -> list[str]:
     return page.locator("li.result").evaluate_all("els => els.map(e => e.dataset.session)")
 
 
-def test_each_page_loads_and_is_photographed(served: Served, page: Page) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+def test_each_page_loads_and_is_photographed(served: Served, page: Page, tmp_path: Path) -> None:
+    shots = DOCS_SCREENSHOTS if os.environ.get("UPDATE_SCREENSHOTS") == "1" else tmp_path
+    shots.mkdir(parents=True, exist_ok=True)
     pg = page
     pg.goto(f"{served.url}/ui/")
     assert pg.locator("table.users code", has_text=ALICE).count() == 1
     assert pg.get_by_text("unindexed rows").count() == 1
-    pg.screenshot(path=str(SCREENSHOTS / "memories.png"))
+    pg.screenshot(path=str(shots / "memories.png"))
 
     pg.goto(_search_url(served, ALICE, task_of(served.trajectories[MINE[0]])))
     assert _sessions(pg)[0] == MINE[0]
-    pg.screenshot(path=str(SCREENSHOTS / "search.png"))
+    pg.screenshot(path=str(shots / "search.png"))
 
     pg.locator("li.result a.open").first.click()
     pg.wait_for_url(re.compile(r"/ui/experience\?"))
     assert pg.locator("ol.timeline li.step").count() > 0
     assert pg.locator("details.diff .highlight .gd, details.diff .highlight .gi").count() > 0
-    pg.screenshot(path=str(SCREENSHOTS / "experience.png"))
+    pg.screenshot(path=str(shots / "experience.png"))
+    assert all((shots / f"{name}.png").stat().st_size > 10_000 for name in ("memories", "search", "experience"))
     pg.get_by_text(re.compile(r"Show the \d+ raw messages")).click()
     assert pg.locator("ol.messages li.message").count() == len(served.trajectories[MINE[0]].messages)
 
