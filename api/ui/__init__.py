@@ -10,7 +10,7 @@ from pathlib import Path
 
 from litestar import Router
 from litestar.datastructures import ResponseHeader
-from litestar.exceptions import NotAuthorizedException
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.middleware import DefineMiddleware
 from litestar.middleware.csrf import CSRFMiddleware
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -20,7 +20,7 @@ from litestar.template.config import TemplateConfig
 from api.ui import views
 from api.ui.access import UI_PATH, csrf_config, share_secret
 from api.ui.answers import Answers
-from api.ui.pages import LoginController, UiController, error_page, to_login
+from api.ui.pages import LoginController, UiController, error_page, expired_form, to_login
 from codemem.errors import CodememError
 
 __all__ = ["Answers", "router", "share_secret", "static_router", "template_config"]
@@ -53,7 +53,8 @@ def router(api_key: str | None) -> Router:
         path="/",
         route_handlers=[UiController, LoginController],
         middleware=[DefineMiddleware(CSRFMiddleware, config=csrf_config(api_key))],
-        exception_handlers={NotAuthorizedException: to_login, CodememError: error_page},
+        exception_handlers={NotAuthorizedException: to_login, PermissionDeniedException: expired_form,
+                            CodememError: error_page},
         response_headers=HEADERS,
         include_in_schema=False,
     )

@@ -13,7 +13,7 @@ from typing import Any
 from anyio import to_thread
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import State
-from litestar.exceptions import NotAuthorizedException
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.params import FromQuery
 from litestar.response import Redirect, Template
 from litestar.status_codes import HTTP_303_SEE_OTHER
@@ -168,3 +168,10 @@ def error_page(request: Request, exc: CodememError) -> Response[Any]:
     """A core error (bad input, nothing found) as a page that says it."""
     status = 404 if isinstance(exc, NotFound) else 400
     return Template("error.html", context={"message": str(exc), "nav": ""}, status_code=status)
+
+
+def expired_form(_: Request, __: PermissionDeniedException) -> Response[Any]:
+    """A form posted without its CSRF token (or with a stale one)."""
+    return Template("error.html", status_code=403, context={
+        "message": "This form is no longer valid (or did not come from this page). Reload the page and try again.",
+        "nav": ""})

@@ -108,7 +108,7 @@ def test_memory_content_is_escaped_on_every_page(filled: TestClient) -> None:
 
 def test_deletion_needs_the_csrf_token_and_is_logged(filled: TestClient, caplog: pytest.LogCaptureFixture) -> None:
     refused = filled.post("/ui/delete", data={"user_id": "alice", "session_id": "s-fix"})
-    assert refused.status_code == 403
+    assert refused.status_code == 403 and "Reload the page" in refused.text
     token = _csrf(filled, "/ui/delete?user_id=alice&session_id=s-fix")
     with caplog.at_level(logging.INFO, logger="codemem.audit"):
         done = filled.post("/ui/delete", data={"user_id": "alice", "session_id": "s-fix", "_csrf_token": token},
