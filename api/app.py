@@ -12,7 +12,7 @@ from litestar.config.app import AppConfig
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 
-from api import metrics
+from api import metrics, ui
 from api.admission import Admission
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
 from api.logs import access_log
@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
             "add": Admission("add", settings.max_inflight_adds),
             "search": Admission("search", settings.max_inflight_searches),
         }
+        app.state.ui_answers = ui.Answers()
         metrics.STORE.memory, metrics.STORE.admission = mem, app.state.admission
         # Load the model in the background: /health answers at once, the first Add waits.
         threading.Thread(target=mem.warm_up, name="codemem-warmup", daemon=True).start()
@@ -53,7 +54,9 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
                 mem.close()
 
     return Litestar(
-        route_handlers=[health, MemoryController, MemoryArenaController, metrics.MetricsController],
+        route_handlers=[health, MemoryController, MemoryArenaController, metrics.MetricsController,
+                        ui.router(settings.api_key), ui.static_router()],
+        template_config=ui.template_config(),
         middleware=[access_log, metrics.prometheus().middleware],
         lifespan=[lifespan],
         exception_handlers={

@@ -17,6 +17,7 @@ from typing import Any
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.ui.access import share_secret
 from codemem.config import Settings
 
 access = logging.getLogger("codemem.access")
@@ -109,5 +110,6 @@ def prepare_workers(settings: Settings) -> None:
     their request metrics are summed through a shared directory (prometheus_client's
     multiprocess mode)."""
     os.environ.update(settings.to_env())
+    share_secret()  # one CSRF secret for the pages of every worker
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="codemem-metrics-")

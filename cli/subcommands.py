@@ -9,7 +9,7 @@ import argparse
 import difflib
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,7 +104,7 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
             return 0
         if not hits:
             memory = memory or _offline_memory(settings)
-            print(no_match(user_id, memory.users(), settings.data_dir))
+            print(no_match(user_id, [u.user_id for u in memory.list_users(sizes=False)], settings.data_dir))
             return 0
     finally:
         if memory is not None:
@@ -115,10 +115,9 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def no_match(user_id: str, users: Sequence[Mapping[str, object]], data_dir: str) -> str:
+def no_match(user_id: str, names: Sequence[str], data_dir: str) -> str:
     """Why a search found nothing: no match in a memory that holds something, or no memory
-    by that name (with the names it might have meant)."""
-    names = [str(u["user_id"]) for u in users]
+    by that name (with the names it might have meant, from the user ids stored: `names`)."""
     if user_id in names:
         return f"No memories match in the memory of {user_id}."
     lower = {name.lower(): name for name in names}
@@ -136,14 +135,14 @@ def memories(settings: Settings, args: argparse.Namespace) -> int:
     if _missing(settings):
         return 1
     with _offline_memory(settings) as memory:
-        users = memory.users()
+        users = memory.list_users(sizes=False)
     print(f"{len(users)} {'memory' if len(users) == 1 else 'memories'} in {settings.data_dir}")
     if users:
-        width = max(len("user_id"), *(len(str(u["user_id"])) for u in users))
+        width = max(len("user_id"), *(len(u.user_id) for u in users))
         print(f"{'user_id':<{width}}  {'experiences':>11}  {'messages':>8}  last write (UTC)")
         for u in users:
-            when = datetime.fromtimestamp(int(u["last_write"]) / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-            print(f"{u['user_id']!s:<{width}}  {u['experiences']:>11}  {u['messages']:>8}  {when}")
+            when = datetime.fromtimestamp(u.last_write_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+            print(f"{u.user_id:<{width}}  {u.experiences:>11}  {u.messages:>8}  {when}")
     return 0
 
 

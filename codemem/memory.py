@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
-from codemem import answer, sessions
+from codemem import answer, inventory, sessions
 from codemem.config import Settings
 from codemem.content import validate_add, validate_search
 from codemem.embedding import Embedder, make_embedder
@@ -54,6 +54,7 @@ class Memory:
         self.compactor.start()
         self.refresher = SessionRefresher(self.refresh_session)
         self._histories = sessions.MessageCache()
+        self.inventory = inventory.Inventory(self.store)
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
 
     def warm_up(self) -> None:
@@ -143,7 +144,10 @@ class Memory:
         """Rebuild a session's card and steps from everything stored (deferred rebuilds)."""
         base = sessions.base_row(user_id, session_id, int(time.time() * 1000))
         with self.store.locks.session(base.session_key):
-            self._write_derived(self._rebuild(base, sessions.state(self.store, base.session_key), []), [])
+            before = sessions.state(self.store, base.session_key)
+            if before.messages == 0:  # deleted meanwhile: nothing to rebuild, nothing to revive
+                return
+            self._write_derived(self._rebuild(base, before, []), [])
 
     @staticmethod
     def _result(req: AddRequest, stored: int, duplicate: bool = False) -> AddResult:
@@ -237,11 +241,6 @@ class Memory:
 
     # -- data handling --------------------------------------------------------------------
 
-    def users(self) -> list[dict[str, int | str]]:
-        """The memories this store holds, most recently written first: each user_id with
-        its experience and message counts and its last write (Unix ms)."""
-        return sorted(self.store.users(), key=lambda u: -int(u["last_write"]))
-
     def message_count(self, user_id: str, session_id: str) -> int:
         """How many messages of a session are stored (an importer of a transcript that
         grows adds only what follows them)."""
@@ -253,6 +252,16 @@ class Memory:
             raise InvalidInput("user_id must be a non-empty string")
         self._histories.clear()
         return self.store.delete_user(key_of(user_id))
+
+    def delete_experience(self, user_id: str, session_id: str) -> int:
+        """Remove one experience of one user (its messages, card and steps); returns how
+        many items were removed (0 when there was none)."""
+        if not user_id or not session_id:
+            raise InvalidInput("user_id and session_id must be non-empty strings")
+        session_key = key_of(user_id, session_id)
+        with self.store.locks.session(session_key):
+            self._histories.forget(session_key)
+            return self.store.delete_session(key_of(user_id), session_key)
 
     def purge(self, older_than: timedelta) -> int:
         """Remove every memory stored more than `older_than` ago, for all users."""
@@ -268,6 +277,28 @@ class Memory:
         except Exception:  # noqa: BLE001 - the health answer says what it could not read
             log.warning("store figures unavailable for /health", exc_info=True)
             return {}
+
+    # -- browsing (for people: everything stored, unranked) -----------------------------------
+
+    def list_users(self, sizes: bool = True) -> list[inventory.UserSummary]:
+        """Every user_id with its experience and message counts, last write and (unless
+        `sizes` is False: it reads every text) storage, most recently written first."""
+        return self.inventory.users(sizes)
+
+    def list_experiences(self, user_id: str) -> list[inventory.StoredItem]:
+        """Every experience card of one user, newest first."""
+        if not user_id:
+            raise InvalidInput("user_id must be a non-empty string")
+        return inventory.cards_of(self.store, user_id)
+
+    def experience_record(self, user_id: str, session_id: str, with_messages: bool = False) -> inventory.ExperienceRecord:
+        """One experience whole: card, every step and (when asked) every message."""
+        if not user_id or not session_id:
+            raise InvalidInput("user_id and session_id must be non-empty strings")
+        record = inventory.experience_record(self.store, user_id, session_id, with_messages)
+        if record is None:
+            raise NotFound(f"no experience {session_id!r} in the memory of {user_id!r}")
+        return record
 
     def stats(self) -> dict[str, int]:
         return self.store.stats() | {"pending_writes": self.writer.pending, "compactions": self.compactor.runs,

@@ -25,7 +25,6 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 import lancedb  # noqa: E402 - after its log level is set
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
-import pyarrow.compute as pc  # noqa: E402
 from lancedb.index import FTS, Bitmap, BTree  # noqa: E402
 from lancedb.query import LanceVectorQueryBuilder  # noqa: E402
 
@@ -140,6 +139,10 @@ class Store:
         """Remove every row of one user; returns how many there were."""
         return self.delete(user_scope(user_key))
 
+    def delete_session(self, user_key: str, session_key: str) -> int:
+        """Remove every row of one session of one user (messages, card, steps)."""
+        return self.delete(f"{user_scope(user_key)} AND session_key = '{session_key}'")
+
     def delete_older_than(self, created_before_ms: int) -> int:
         """Remove every row stored before a Unix time in ms, for all users."""
         return self.delete(f"created_at < {int(created_before_ms)}")
@@ -154,19 +157,6 @@ class Store:
 
     def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, Any]]:
         return self.table.search().where(where).select(list(columns)).limit(limit).to_list()
-
-    def users(self) -> list[dict[str, Any]]:
-        """Each user_id stored: its experience cards, its messages and its last write (ms)."""
-        table = self.table.search().select(["user_id", "kind", "created_at"]).limit(None).to_arrow()
-        if not table.num_rows:
-            return []
-        kinds = table["kind"]
-        table = table.append_column("card", pc.cast(pc.equal(kinds, "card"), pa.int64()))
-        table = table.append_column("message", pc.cast(pc.equal(kinds, "message"), pa.int64()))
-        grouped = table.group_by("user_id").aggregate(
-            [("card", "sum"), ("message", "sum"), ("created_at", "max")])
-        return [{"user_id": r["user_id"], "experiences": int(r["card_sum"]), "messages": int(r["message_sum"]),
-                 "last_write": int(r["created_at_max"])} for r in grouped.to_pylist()]
 
     def request_stored(self, user_key: str, request_key: str) -> bool:
         return self.exists(f"{user_scope(user_key)} AND request_key = '{request_key}'")
@@ -194,6 +184,31 @@ class Store:
         if not (quoted := _id_list(list(session_keys))):
             return []
         return self.rows(f"{user_scope(user_key)} AND kind = 'message' AND session_key IN ({quoted})", columns=columns)
+
+    def row_facts(self) -> pa.Table:
+        """Every row's user_id, kind and created_at: cheap, nothing but small columns."""
+        return self.table.search().select(["user_id", "kind", "created_at"]).limit(None).to_arrow()
+
+    def user_bytes(self) -> dict[str, int]:
+        """Each user_id's stored bytes: text, parts, metadata and references, plus a vector
+        for each row that has one. The lengths are computed in the scan, but the scan reads
+        every text: seconds on a large table."""
+        import pyarrow.compute as pc  # ~0.3 s to import: only the storage figure needs it
+
+        vector_bytes = 4 * self.schema.field("vector").type.list_size
+        columns: dict[str, Any] = {
+            "user_id": "user_id", "has_vector": "has_vector",
+            "bytes": "octet_length(text) + octet_length(content) + octet_length(metadata) + octet_length(refs)"}
+        rows = self.table.search().select(columns).limit(None).to_arrow()
+        if rows.num_rows == 0:
+            return {}
+        total = pc.add(rows["bytes"].cast(pa.int64()), pc.multiply(rows["has_vector"].cast(pa.int64()), vector_bytes))
+        sums = pa.table({"user_id": rows["user_id"], "bytes": total}).group_by("user_id").aggregate([("bytes", "sum")])
+        return dict(zip(sums["user_id"].to_pylist(), sums["bytes_sum"].to_pylist(), strict=True))
+
+    def user_rows(self, user_key: str, kind: str, columns: Iterable[str] = RESULT_COLUMNS) -> list[dict[str, Any]]:
+        """One user's rows of one kind (e.g. every card)."""
+        return self.rows(f"{user_scope(user_key)} AND kind = '{_safe(kind)}'", columns=columns)
 
     def by_ids(self, ids: list[str]) -> list[Candidate]:
         if not (quoted := _id_list(ids)):
