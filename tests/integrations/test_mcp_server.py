@@ -149,9 +149,8 @@ def test_the_server_exits_without_a_native_abort(talk: Conversation) -> None:
 
 def test_the_handshake_does_not_wait_for_the_model(talk: Conversation) -> None:
     # The first remember waits for the model still loading; the handshake did not.
-    assert talk.seconds["initialize"] < talk.seconds["remember"]
-    # README: 1.6 s idle, 2-3 s on a busy 2-core machine (the model loads beside it); checked: under 4 s.
-    assert talk.seconds["initialize"] < 4.0, talk.seconds
+    # (How long each takes is measured by eval.cli_latency, not asserted here.)
+    assert talk.seconds["initialize"] < talk.seconds["remember"], talk.seconds
 
 
 def test_remember_goes_to_this_repository_and_stores_nothing_twice(talk: Conversation) -> None:
