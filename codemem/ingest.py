@@ -9,22 +9,30 @@ tail and the session's experience is rebuilt with it.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import tarfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
 import msgspec
 from tqdm import tqdm
 
-from codemem.gitlog import CommitRecord, commit_to_experience, iter_commits
+from codemem.gitlog import CommitRecord, commit_to_experience, iter_changes, mainline_shas
+from codemem.experience.types import Experience
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
 from codemem.transcripts import Transcript, iter_transcripts_from_tar, load_claude_code_jsonl
 
 # A commit's diff is kept as its raw message up to this size; the card holds the trimmed view.
 MAX_COMMIT_DIFF_CHARS = 20_000
+GIT_BATCH = 32  # changes stored per commit to the store
+# A change's card embeds the opening of its title and message (64 tokens: the title and the
+# first sentences say what the change is about; embedding is most of an import's CPU time).
+GIT_EMBED_TOKENS = 64
+_PROCESS_FROM = 200  # changes to import before a second process pays off (it starts in ~2 s)
 
 
 class IngestReport(msgspec.Struct):
@@ -109,23 +117,51 @@ def ingest_git(
     since: datetime | None = None,
     max_commits: int | None = None,
     progress: bool = True,
-    workers: int = 4,
+    batch: int = GIT_BATCH,
 ) -> IngestReport:
-    """One experience per commit. Commits are added concurrently so group commit joins them."""
+    """One experience per change of the first-parent line (a merged pull request is one,
+    with its branch's commits). Changes stored before are not read again, so a re-run adds
+    only new commits.
+
+    Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
+    ``Memory.add_sessions``); a long history is turned into experiences in a second process
+    (parsing diffs is CPU-bound Python), so reading, parsing and embedding use two cores.
+    """
     report = IngestReport()
-    bar = tqdm(desc="commits", unit="commit", total=max_commits, disable=not progress)
+    line = mainline_shas(repo, since=since, max_commits=max_commits)
+    known = {sid.removeprefix("git:") for sid in memory.session_ids(user_id, "git:")}
+    report.unchanged = sum(1 for sha in line if sha in known)
+    report.sources = report.unchanged
+    todo = len(line) - report.unchanged
+    bar = tqdm(desc="commits", unit="commit", total=todo, disable=not progress)
+    records = iter_changes(repo, since=since, max_commits=max_commits, known=known)
+    with contextlib.ExitStack() as stack:
+        if todo >= _PROCESS_FROM:
+            pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
+            converted: Iterator[tuple[CommitRecord, Experience]] = pool.map(_convert, records, chunksize=8)
+        else:
+            converted = map(_convert, records)
+        pending: list[tuple[AddRequest, Experience]] = []
 
-    def add(commit: CommitRecord) -> tuple[bool, int]:
-        req = commit_request(commit, user_id)
-        return memory.add(req, experience=commit_to_experience(commit)).duplicate, len(req.messages)
+        def flush() -> None:
+            for result in memory.add_sessions(pending, embed_max_tokens=GIT_EMBED_TOKENS):
+                report.sources += 1
+                _count(report, result.duplicate, result.stored)
+            bar.update(len(pending))
+            pending.clear()
 
-    with ThreadPoolExecutor(workers) as pool:
-        for duplicate, n in pool.map(add, iter_commits(repo, since=since, max_commits=max_commits)):
-            report.sources += 1
-            _count(report, duplicate, n)
-            bar.update(1)
+        for commit, experience in converted:
+            pending.append((commit_request(commit, user_id), experience))
+            if len(pending) >= batch:
+                flush()
+        if pending:
+            flush()
     bar.close()
     return report
+
+
+def _convert(commit: CommitRecord) -> tuple[CommitRecord, Experience]:
+    return commit, commit_to_experience(commit)
 
 
 def _count(report: IngestReport, duplicate: bool, messages: int) -> None:

@@ -30,6 +30,8 @@ def _bullets(items: list[str], each: int = 300) -> str:
 
 
 def _tests_line(card: ExperienceCard, last_test: TestRun | None) -> str:
+    if card.tests_changed and (last_test is None or card.tests_passed is None):
+        return f"added or changed: {_joined(card.tests_changed, 400)}"
     if last_test is None or card.tests_passed is None:
         return "no test outcome seen"
     state = "passed" if card.tests_passed else "failed"
