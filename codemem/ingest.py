@@ -20,8 +20,8 @@ from pathlib import Path
 import msgspec
 from tqdm import tqdm
 
-from codemem.gitlog import CommitRecord, commit_to_experience, iter_changes, mainline_shas
 from codemem.experience.types import Experience
+from codemem.gitlog import CommitRecord, commit_to_experience, iter_changes, mainline_shas
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
 from codemem.transcripts import Transcript, iter_transcripts_from_tar, load_claude_code_jsonl

@@ -208,13 +208,13 @@ def experience_rows(
 
 
 def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,
-           vectors: dict[str, np.ndarray]) -> None:
+           computed: dict[str, np.ndarray]) -> None:
     """Set each row's vector to the embedding of its text in `texts`, reusing stored vectors
     wherever the model's input is unchanged (the fingerprint is kept in `metadata.vec`)."""
     known = {
         msgspec.json.decode(str(r["metadata"])).get("vec"): np.asarray(r["vector"], dtype=np.float32)
         for r in stored
-    } | vectors
+    } | computed
     keys = embedder.fingerprints(texts, max_tokens)
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
     vectors = embedder.embed(list(missing.values()), max_tokens)

@@ -140,6 +140,22 @@ def test_ingest_git_makes_one_experience_per_commit_and_finds_the_fix(memory: Me
     assert again.added == 0 and again.unchanged == 3
 
 
+def test_ingest_git_adds_only_new_commits_and_every_item_names_its_commit(memory: Memory, tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    first = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
+    assert (first.sources, first.added) == (3, 3)
+    (tmp_path / "repo" / "calc.py").write_text("def divide(a, b):\n    return a // b\n")
+    repo.index.add(["calc.py"])
+    fix = repo.index.commit("Use floor division in divide (#7)\n\nFixes #6").hexsha
+    again = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
+    assert (again.sources, again.added, again.unchanged) == (4, 1, 3)
+    hits = memory.search(SearchRequest(user_id="dev", query="divide uses floor division", top_k=10))
+    assert hits and hits[0].metadata["commit"] == fix and hits[0].metadata["pr"] == 7
+    shas = [c.hexsha for c in repo.iter_commits()]
+    assert all(any(sha in str(h.metadata) for sha in shas) for h in hits)  # a user sees which commit
+    assert all("commit" in h.metadata for h in hits if h.metadata.get("kind") in ("card", "step"))
+
+
 def test_ingest_git_rejects_a_non_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "plain").mkdir()
     code = main(["ingest-git", "--data-dir", str(tmp_path / "d"), "--user-id", "u", str(tmp_path / "plain")])
