@@ -14,18 +14,20 @@ non-merge commit's message + diff, a commit matching when it is a gold commit.
     python -m eval.past_fixes [--repos /work/pastfixes-repos] [--only ripgrep,caddy]
 
 ``--repos DIR`` holds one clone per repository, named by the repository's name (``ripgrep``,
-``caddy``, ``lombok``, ``preact``, ``tokio``). ``--store DIR`` keeps the imported memory;
-``--reuse`` searches a kept store without importing again (and times a re-import, which adds
-nothing when the history did not change).
+``caddy``, ``lombok``, ``preact``, ``tokio``). ``--store DIR`` keeps the imported memory, one
+data directory per repository; a second run on it imports only what is new (which times a
+re-import of an unchanged history). ``--jobs N`` imports N repositories at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -90,25 +92,57 @@ def bm25_ranks(repo: Path, tasks: list[dict[str, Any]], top_k: int) -> tuple[lis
     return ranks, time.perf_counter() - t0
 
 
+def run_repo(name: str, path: Path, data_dir: Path, tasks: list[dict[str, Any]], top_k: int, bm25: bool
+             ) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """Import one repository into its own data directory and user_id, search its tasks."""
+    from codemem.config import Settings
+    from codemem.ingest import ingest_git
+    from codemem.memory import Memory
+    from codemem.models import SearchRequest
+
+    memory = Memory(Settings.from_env({}, data_dir=str(data_dir), compact_interval_s=0))
+    rows: list[dict[str, Any]] = []
+    try:
+        memory.warm_up()
+        user_id = f"pastfixes-{name}"
+        t0, c0 = time.perf_counter(), time.process_time()
+        report = ingest_git(memory, str(path), user_id, progress=False)
+        import_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        info = {"commits": report.sources, "added": report.added, "unchanged": report.unchanged,
+                "import_s": round(import_s, 1), "import_cpu_s_main_process": round(cpu_s, 1),
+                "added_per_s": round(report.added / max(import_s, 1e-9), 1)}
+        print(f"{name}: {report.sources} changes, {report.added} added, {report.unchanged} stored before, "
+              f"in {import_s:.1f} s ({info['added_per_s']} added/s)", flush=True)
+        ranks, bm25_s = bm25_ranks(path, tasks, top_k) if bm25 else ([], 0.0)
+        info["bm25_s"] = round(bm25_s, 1)
+        for i, task in enumerate(tasks):
+            t1 = time.perf_counter()
+            hits = memory.search(SearchRequest(user_id=user_id, query=task["problem_statement"], top_k=top_k))
+            search_ms = (time.perf_counter() - t1) * 1000
+            rank = gold_rank([hit_text(h) for h in hits], task["gold_commits"])
+            row = {"instance_id": task["instance_id"], "repo": name, "codemem_rank": rank,
+                   "bm25_rank": ranks[i] if ranks else None, "search_ms": round(search_ms),
+                   "top_items": [hit_text(h).split("\n", 1)[0][:120] for h in hits[:3]]}
+            rows.append(row)
+            print(f"  {task['instance_id']}: codemem rank {rank}, bm25 rank {row['bm25_rank']}", flush=True)
+    finally:
+        memory.close()
+    return name, info, rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repos", type=Path, default=DEFAULT_REPOS, help="folder with one clone per repository")
     ap.add_argument("--tasks", type=Path, default=TASKS)
     ap.add_argument("--only", default="", help="comma-separated repository names to run (default: all)")
     ap.add_argument("--top-k", type=int, default=10)
-    ap.add_argument("--store", help="keep the imported memory in this data directory")
-    ap.add_argument("--reuse", action="store_true", help="search --store as it is (the import adds nothing new)")
+    ap.add_argument("--store", help="keep the imported memory here (one data directory per repository); a "
+                    "second run on it imports only what is new, which times a re-import")
     ap.add_argument("--no-bm25", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="repositories imported at once (one process each)")
     ap.add_argument("--out", type=Path, default=RESULTS / "tmp" / "past_fixes.json")
     args = ap.parse_args(argv)
-    if args.reuse and not args.store:
-        ap.error("--reuse needs --store")
     prov = provenance("eval.past_fixes", argv)
-
-    from codemem.config import Settings
-    from codemem.ingest import ingest_git
-    from codemem.memory import Memory
-    from codemem.models import SearchRequest
 
     tasks = json.loads(args.tasks.read_text())
     only = {s for s in args.only.split(",") if s}
@@ -117,43 +151,25 @@ def main(argv: list[str] | None = None) -> int:
         name = task["repo"].split("/")[1]
         if not only or name in only:
             by_repo.setdefault(name, []).append(task)
+    for name, repo_tasks in by_repo.items():
+        path = args.repos / name
+        if not (path / ".git").exists() and not (path / "HEAD").exists():
+            raise SystemExit(f"no clone of {repo_tasks[0]['repo']} at {path} (see eval/past_fixes.py's docstring)")
 
-    tmp = tempfile.TemporaryDirectory(prefix="codemem-pastfixes-")
-    data_dir = args.store or tmp.name
-    memory = Memory(Settings.from_env({}, data_dir=data_dir, compact_interval_s=0))
     per_task: list[dict[str, Any]] = []
     per_repo: dict[str, dict[str, Any]] = {}
-    try:
-        memory.warm_up()
-        for name, repo_tasks in sorted(by_repo.items()):
-            path = args.repos / name
-            if not (path / ".git").exists() and not (path / "HEAD").exists():
-                raise SystemExit(f"no clone of {repo_tasks[0]['repo']} at {path} (see eval/past_fixes.py's docstring)")
-            user_id = f"pastfixes-{name}"
-            t0 = time.perf_counter()
-            report = ingest_git(memory, str(path), user_id, progress=False)
-            import_s = time.perf_counter() - t0
-            info = {"commits": report.sources, "added": report.added, "unchanged": report.unchanged,
-                    "import_s": round(import_s, 1), "commits_per_s": round(report.sources / max(import_s, 1e-9), 1),
-                    "reimport": args.reuse}
-            print(f"{name}: {report.sources} commits read, {report.added} added in {import_s:.1f} s "
-                  f"({info['commits_per_s']} commits/s)", flush=True)
-            bm25, bm25_s = ([], 0.0) if args.no_bm25 else bm25_ranks(path, repo_tasks, args.top_k)
-            info["bm25_s"] = round(bm25_s, 1)
-            per_repo[name] = info
-            for i, task in enumerate(repo_tasks):
-                t1 = time.perf_counter()
-                hits = memory.search(SearchRequest(user_id=user_id, text=task["problem_statement"], top_k=args.top_k))
-                search_ms = (time.perf_counter() - t1) * 1000
-                rank = gold_rank([hit_text(h) for h in hits], task["gold_commits"])
-                row = {"instance_id": task["instance_id"], "repo": name, "codemem_rank": rank,
-                       "bm25_rank": bm25[i] if bm25 else None, "search_ms": round(search_ms),
-                       "top_items": [hit_text(h).split("\n", 1)[0][:120] for h in hits[:3]]}
-                per_task.append(row)
-                print(f"  {task['instance_id']}: codemem rank {rank}, bm25 rank {row['bm25_rank']}", flush=True)
-    finally:
-        memory.close()
-        tmp.cleanup()
+    with tempfile.TemporaryDirectory(prefix="codemem-pastfixes-") as tmp:
+        store = Path(args.store or tmp)
+        jobs = [(name, args.repos / name, store / name, repo_tasks, args.top_k, not args.no_bm25)
+                for name, repo_tasks in sorted(by_repo.items())]
+        if args.jobs > 1:
+            with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                done = list(pool.map(run_repo, *zip(*jobs, strict=True)))
+        else:
+            done = [run_repo(*job) for job in jobs]
+    for name, info, rows in done:
+        per_repo[name] = info
+        per_task += rows
 
     summary = {"codemem": metrics([r["codemem_rank"] for r in per_task])}
     if not args.no_bm25:
