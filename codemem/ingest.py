@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from codemem.experience.types import Experience
 from codemem.gitlog import CommitRecord, commit_to_experience, iter_changes, mainline_shas
+from codemem.gitstale import Staleness
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
 from codemem.transcripts import Transcript, iter_transcripts_from_tar, load_claude_code_jsonl
@@ -121,7 +122,8 @@ def ingest_git(
 ) -> IngestReport:
     """One experience per change of the first-parent line (a merged pull request is one,
     with its branch's commits). Changes stored before are not read again, so a re-run adds
-    only new commits.
+    only new commits. A change whose code a later change edited says so on its card
+    (``codemem.gitstale``).
 
     Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
     ``Memory.add_sessions``); a long history is turned into experiences in a second process
@@ -150,8 +152,9 @@ def ingest_git(
             bar.update(len(pending))
             pending.clear()
 
+        staleness = Staleness()
         for commit, experience in converted:
-            pending.append((commit_request(commit, user_id), experience))
+            pending.append((commit_request(commit, user_id), staleness.mark(experience)))
             if len(pending) >= batch:
                 flush()
         if pending:

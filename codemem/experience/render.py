@@ -50,7 +50,10 @@ def render_card(
     """The card in at most ``max_chars`` characters."""
     head: list[str] = []
     tail: list[str] = []
-    head.append(f"## Outcome\n{_clip(card.outcome, 400)}")
+    outcome = _clip(card.outcome, 400)
+    if card.changed_since:
+        outcome += f"\nchanged since: {_clip(card.changed_since, 300)}"
+    head.append(f"## Outcome\n{outcome}")
     if card.root_cause:
         head.append(f"## Root cause\n{_bullets(card.root_cause)}")
     if card.edited_files:

@@ -36,6 +36,7 @@ class ExperienceCard(msgspec.Struct, frozen=True):
     commands: list[str] = []
     tests_passed: bool | None = None  # state of the last test run seen, None if none ran
     tests_changed: list[str] = []  # test files and test names the change added or edited
+    changed_since: str = ""  # a later change to the same code: "<sha> <date> <subject>"
     errors: list[str] = []
     final_diff: str = ""  # trimmed
     text: str = ""  # the bounded rendering of all of the above, a few thousand characters
