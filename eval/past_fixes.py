@@ -27,7 +27,7 @@ import multiprocessing
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -156,21 +156,28 @@ def main(argv: list[str] | None = None) -> int:
         if not (path / ".git").exists() and not (path / "HEAD").exists():
             raise SystemExit(f"no clone of {repo_tasks[0]['repo']} at {path} (see eval/past_fixes.py's docstring)")
 
-    per_task: list[dict[str, Any]] = []
-    per_repo: dict[str, dict[str, Any]] = {}
+    done: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []
     with tempfile.TemporaryDirectory(prefix="codemem-pastfixes-") as tmp:
         store = Path(args.store or tmp)
         jobs = [(name, args.repos / name, store / name, repo_tasks, args.top_k, not args.no_bm25)
                 for name, repo_tasks in sorted(by_repo.items())]
         if args.jobs > 1:
             with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                done = list(pool.map(run_repo, *zip(*jobs, strict=True)))
+                for future in as_completed([pool.submit(run_repo, *job) for job in jobs]):
+                    done.append(future.result())
+                    write_result(args, prov, done, complete=len(done) == len(jobs))
         else:
-            done = [run_repo(*job) for job in jobs]
-    for name, info, rows in done:
-        per_repo[name] = info
-        per_task += rows
+            for job in jobs:
+                done.append(run_repo(*job))
+                write_result(args, prov, done, complete=len(done) == len(jobs))
+    return 0
 
+
+def write_result(args: argparse.Namespace, prov: dict[str, object],
+                 done: list[tuple[str, dict[str, Any], list[dict[str, Any]]]], complete: bool) -> None:
+    """The result so far (written after each repository, so a long run leaves its figures)."""
+    per_repo = {name: info for name, info, _ in sorted(done)}
+    per_task = [row for _, _, rows in sorted(done) for row in rows]
     summary = {"codemem": metrics([r["codemem_rank"] for r in per_task])}
     if not args.no_bm25:
         summary["bm25_message_diff"] = metrics([r["bm25_rank"] for r in per_task])
@@ -179,14 +186,13 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for r in per_task if r["repo"] == name]
         by_name[name] = {"codemem": metrics([r["codemem_rank"] for r in rows]),
                          **({} if args.no_bm25 else {"bm25": metrics([r["bm25_rank"] for r in rows])})}
-    result = {"provenance": finish(prov), "tasks": len(per_task), "top_k": args.top_k,
+    result = {"provenance": finish(prov), "complete": complete, "tasks": len(per_task), "top_k": args.top_k,
               "in_sample": "dev set: knobs may have been tuned on these tasks",
               "summary": summary, "per_repo_scores": by_name, "repos": per_repo, "per_task": per_task}
-    print(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 0
+    print(f"wrote {args.out}", flush=True)
 
 
 if __name__ == "__main__":
