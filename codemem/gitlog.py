@@ -11,8 +11,10 @@ repository's own ``.gitattributes`` still override. Git's default picks the near
 line, i.e. the *class* for any method edit; the drivers name the method, which is what
 ``parsers.parse_diff`` resolves symbols from when it only has the hunks.
 
-Merge commits are skipped (``--no-merges``): the commits of a merged branch are still walked
-and carry the actual changes, so a merge's diff would only repeat them.
+Two walks: ``iter_commits`` reads every non-merge commit (``--no-merges``); ``iter_changes``,
+what the importer uses, reads the first-parent line, where a merged pull request is one change
+(the merge's diff against its first parent, with its branch's commits and messages) and a
+squashed one is one commit, so an experience is a fix as people think of it.
 """
 
 from __future__ import annotations
@@ -157,12 +159,8 @@ def iter_commits(
         "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
         "--src-prefix=a/", "--dst-prefix=b/",
         "--submodule=short",
+        *_window(since, max_commits),
     ]  # fmt: skip
-    if since is not None:
-        when = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
-        args.append(f"--since={when.astimezone(UTC).isoformat()}")
-    if max_commits is not None:
-        args.append(f"--max-count={max_commits}")
     return _stream_log(repo, args, max_diff_bytes)
 
 
