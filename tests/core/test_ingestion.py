@@ -156,6 +156,19 @@ def test_ingest_git_adds_only_new_commits_and_every_item_names_its_commit(memory
     assert all("commit" in h.metadata for h in hits if h.metadata.get("kind") in ("card", "step"))
 
 
+def test_add_sessions_stores_each_new_session_once(memory: Memory, tmp_path: Path) -> None:
+    from codemem.gitlog import commit_to_experience, iter_changes
+    from codemem.ingest import commit_request
+
+    _repo(tmp_path / "repo")
+    fix, readme = [(commit_request(r, "dev"), commit_to_experience(r)) for r in iter_changes(str(tmp_path / "repo"))][:2]
+    results = memory.add_sessions([fix, fix, readme])
+    assert [r.duplicate for r in results] == [False, True, False]  # in order; one session twice: once
+    assert [r.request_id for r in results] == [fix[0].request_id, fix[0].request_id, readme[0].request_id]
+    assert [r.duplicate for r in memory.add_sessions([readme])] == [True]
+    assert len(_cards(memory, "dev")) == 2
+
+
 def test_ingest_git_rejects_a_non_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "plain").mkdir()
     code = main(["ingest-git", "--data-dir", str(tmp_path / "d"), "--user-id", "u", str(tmp_path / "plain")])
