@@ -9,11 +9,13 @@ tail and the session's experience is rebuilt with it.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import multiprocessing
 import tarfile
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
@@ -34,6 +36,7 @@ GIT_BATCH = 32  # changes stored per commit to the store
 # first sentences say what the change is about; embedding is most of an import's CPU time).
 GIT_EMBED_TOKENS = 64
 _PROCESS_FROM = 200  # changes to import before a second process pays off (it starts in ~2 s)
+_CHUNK, _AHEAD = 16, 4  # changes per conversion task; tasks queued ahead of the consumer
 
 
 class IngestReport(msgspec.Struct):
@@ -140,7 +143,7 @@ def ingest_git(
     with contextlib.ExitStack() as stack:
         if todo >= _PROCESS_FROM:
             pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
-            converted: Iterator[tuple[CommitRecord, Experience]] = pool.map(_convert, records, chunksize=8)
+            converted: Iterator[tuple[CommitRecord, Experience]] = _converted_aside(pool, records)
         else:
             converted = map(_convert, records)
         pending: list[tuple[AddRequest, Experience]] = []
@@ -165,6 +168,23 @@ def ingest_git(
 
 def _convert(commit: CommitRecord) -> tuple[CommitRecord, Experience]:
     return commit, commit_to_experience(commit)
+
+
+def _convert_many(commits: list[CommitRecord]) -> list[tuple[CommitRecord, Experience]]:
+    return [_convert(c) for c in commits]
+
+
+def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord]
+                     ) -> Iterator[tuple[CommitRecord, Experience]]:
+    """``records`` converted in ``pool``, in order, a few chunks ahead of the consumer (not
+    ``pool.map``, which reads the whole history into memory before the first result)."""
+    ahead: collections.deque[Future[list[tuple[CommitRecord, Experience]]]] = collections.deque()
+    while chunk := list(itertools.islice(records, _CHUNK)):
+        ahead.append(pool.submit(_convert_many, chunk))
+        if len(ahead) > _AHEAD:
+            yield from ahead.popleft().result()
+    while ahead:
+        yield from ahead.popleft().result()
 
 
 def _count(report: IngestReport, duplicate: bool, messages: int) -> None:
