@@ -209,8 +209,7 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     finally:
         memory.close()
-    merges = "" if report.merges is None else (
-        f"; {report.merges} merge commits passed over (their changes are in the commits they merge)")
+    merges = f"; {report.merges} merges, each read as one change with its branch's commits" if report.merges else ""
     print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored{merges}. "
           f"`codemem search \"...\"` in the repository searches them.")
     return 0

@@ -11,8 +11,10 @@ repository's own ``.gitattributes`` still override. Git's default picks the near
 line, i.e. the *class* for any method edit; the drivers name the method, which is what
 ``parsers.parse_diff`` resolves symbols from when it only has the hunks.
 
-Merge commits are skipped (``--no-merges``): the commits of a merged branch are still walked
-and carry the actual changes, so a merge's diff would only repeat them.
+Two walks: ``iter_commits`` reads every non-merge commit (``--no-merges``); ``iter_changes``,
+what the importer uses, reads the first-parent line, where a merged pull request is one change
+(the merge's diff against its first parent, with its branch's commits and messages) and a
+squashed one is one commit, so an experience is a fix as people think of it.
 """
 
 from __future__ import annotations
@@ -21,17 +23,20 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Container, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import IO
 
 import git
+import msgspec
 
 import parsers
 from codemem.clip import clip
+from codemem.experience.building.render import render_card
 from codemem.experience.types import Experience, ExperienceCard, StepRecord
+from codemem.gitfacts import change_facts
 from parsers.types import CodeRefs, DiffFile, unique
 
 __all__ = [
@@ -39,7 +44,9 @@ __all__ = [
     "MAX_FILE_DIFF_BYTES",
     "CommitRecord",
     "commit_to_experience",
+    "iter_changes",
     "iter_commits",
+    "mainline_shas",
 ]
 
 MAX_DIFF_BYTES = 200_000  # kept of one commit's patch
@@ -51,7 +58,7 @@ _STDERR_KEEP = 8_192
 # Sentinels around each commit's header; NUL never occurs in a message or a textual patch.
 _START = b"\x00\x1ecodemem\x1f"
 _END = b"\x00\x1e/codemem\x1f"
-_FORMAT = "%x00%x1ecodemem%x1f%H%x00%an%x00%at%x00%B%x00%x1e/codemem%x1f"
+_FORMAT = "%x00%x1ecodemem%x1f%H%x00%P%x00%an%x00%at%x00%B%x00%x1e/codemem%x1f"
 _FILE_SEP = b"\ndiff --git "
 
 # Built-in git funcname drivers by file suffix; unknown drivers fall back to git's default.
@@ -88,6 +95,7 @@ _JS_FUNCNAME = "\n".join([
 ])  # fmt: skip
 
 _MAX_STEPS = 64
+_MAX_BRANCH = 100  # commits of one merged branch listed on its card
 _STEP_CHARS = 1_500
 _TRAILER = re.compile(
     r"^(signed-off-by|co-authored-by|change-id|reviewed-on|reviewed-by|acked-by|tested-by|cc):",
@@ -114,6 +122,9 @@ class CommitRecord:
     added: int = 0
     removed: int = 0
     diff_truncated: bool = False
+    parents: tuple[str, ...] = ()
+    # A merge's branch: the commits it brought in (sha, message), newest first.
+    branch: tuple[tuple[str, str], ...] = ()
 
 
 def iter_commits(
@@ -150,13 +161,117 @@ def iter_commits(
         "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
         "--src-prefix=a/", "--dst-prefix=b/",
         "--submodule=short",
+        *_window(since, max_commits),
     ]  # fmt: skip
+    return _stream_log(repo, args, max_diff_bytes)
+
+
+def iter_changes(
+    repo_path: str,
+    since: datetime | None = None,
+    max_commits: int | None = None,
+    branch: str | None = None,
+    *,
+    known: Container[str] = (),
+    max_diff_bytes: int = MAX_DIFF_BYTES,
+) -> Iterator[CommitRecord]:
+    """Yield the changes of ``branch``'s first-parent line (default HEAD), newest first: each
+    direct or squashed commit, and each merge with its diff against the first parent and the
+    commits it brought in (``branch``), so a merged pull request is one change.
+
+    Commits whose sha is in ``known`` are not read again (an incremental import): when none
+    is new, no diff is computed at all. Errors as ``iter_commits``.
+    """
+    repo = _open_repo(repo_path)
+    try:
+        tip = _resolve_tip(repo, branch)
+    except ValueError:
+        repo.close()
+        raise
+    if tip is None or (max_commits is not None and max_commits <= 0):
+        repo.close()
+        return iter(())
+    window = _window(since, max_commits)
+    mainline = str(repo.git.rev_list("--first-parent", *window, tip)).split()
+    new = [sha for sha in mainline if sha not in known]
+    if not new:
+        repo.close()
+        return iter(())
+    walk = [tip, *window]
+    if len(new) < len(mainline) and new == mainline[: len(new)]:
+        walk = [tip, f"^{mainline[len(new)]}"]  # the usual re-run: new commits on top
+    merges = _branch_commits(repo, tip, str(repo.git.rev_list("--first-parent", tip)).split())
+    args = [
+        "log", *walk,
+        f"--format={_FORMAT}",
+        "--encoding=UTF-8",
+        "--first-parent", "--diff-merges=first-parent",
+        "--raw", "-p",
+        "-M",
+        "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
+        "--src-prefix=a/", "--dst-prefix=b/",
+        "--submodule=short",
+    ]  # fmt: skip
+    wanted = set(new)
+    return (
+        replace(rec, branch=merges.get(rec.sha, ()))
+        for rec in _stream_log(repo, args, max_diff_bytes)
+        if rec.sha in wanted
+    )
+
+
+def mainline_shas(
+    repo_path: str, since: datetime | None = None, max_commits: int | None = None, branch: str | None = None
+) -> list[str]:
+    """The shas ``iter_changes`` walks (known ones included), newest first."""
+    repo = _open_repo(repo_path)
+    try:
+        tip = _resolve_tip(repo, branch)
+        if tip is None or (max_commits is not None and max_commits <= 0):
+            return []
+        return str(repo.git.rev_list("--first-parent", *_window(since, max_commits), tip)).split()
+    finally:
+        repo.close()
+
+
+def _window(since: datetime | None, max_commits: int | None) -> list[str]:
+    window = []
     if since is not None:
         when = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
-        args.append(f"--since={when.astimezone(UTC).isoformat()}")
+        window.append(f"--since={when.astimezone(UTC).isoformat()}")
     if max_commits is not None:
-        args.append(f"--max-count={max_commits}")
-    return _stream_log(repo, args, max_diff_bytes)
+        window.append(f"--max-count={max_commits}")
+    return window
+
+
+def _branch_commits(repo: git.Repo, tip: str, mainline: list[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Each mainline merge's branch: from its second parent along first parents until the
+    mainline, a commit an earlier merge brought in, or ``_MAX_BRANCH`` commits, as
+    (sha, message), newest first. One ``git log`` without diffs."""
+    out = str(repo.git.log(tip, "--format=%H%x00%P%x00%B%x1e", "--encoding=UTF-8"))
+    parents: dict[str, list[str]] = {}
+    messages: dict[str, str] = {}
+    for entry in out.split("\x1e"):
+        fields = entry.strip("\n").split("\x00", 2)
+        if len(fields) == 3:
+            parents[fields[0]] = fields[1].split()
+            messages[fields[0]] = fields[2].strip()
+    result: dict[str, tuple[tuple[str, str], ...]] = {}
+    claimed = set(mainline)
+    for sha in reversed(mainline):  # oldest first: a branch merged twice is claimed once
+        ps = parents.get(sha, [])
+        if len(ps) < 2:
+            continue
+        chain: list[tuple[str, str]] = []
+        for side in ps[1:]:
+            cur: str | None = side
+            while cur and cur not in claimed and len(chain) < _MAX_BRANCH:
+                claimed.add(cur)
+                chain.append((cur, messages.get(cur, "")))
+                nxt = parents.get(cur, [])
+                cur = nxt[0] if nxt else None
+        result[sha] = tuple(chain)
+    return result
 
 
 def _open_repo(repo_path: str) -> git.Repo:
@@ -279,10 +394,10 @@ def _parse_record(raw: bytes, truncated: bool, max_diff_bytes: int) -> CommitRec
     head, found, rest = raw.partition(_END)
     if not found:
         return None
-    fields = head.split(b"\x00", 3)
-    if len(fields) != 4:
+    fields = head.split(b"\x00", 4)
+    if len(fields) != 5:
         return None
-    sha, author, stamp, message = fields
+    sha, parents, author, stamp, message = fields
     split = rest.find(_FILE_SEP)
     meta, patch = (rest, b"") if split < 0 else (rest[:split], rest[split + 1 :])
 
@@ -295,6 +410,7 @@ def _parse_record(raw: bytes, truncated: bool, max_diff_bytes: int) -> CommitRec
     diff, trimmed, added, removed = _bound_patch(patch, max_diff_bytes)
     return CommitRecord(
         sha=sha.decode("ascii", errors="replace"),
+        parents=tuple(parents.decode("ascii", errors="replace").split()),
         author=author.decode("utf-8", errors="replace"),
         authored_at=datetime.fromtimestamp(int(stamp or b"0"), tz=UTC),
         message=message.decode("utf-8", errors="replace").strip(),
@@ -377,10 +493,14 @@ def _decode_path(raw: bytes) -> str:
 
 
 def commit_to_experience(commit: CommitRecord, max_card_chars: int = 4000) -> Experience:
-    """Turn one commit into the experience the store indexes: card, one edit step per file, terms.
+    """Turn one change (a commit, or a merge with its branch) into the experience the store
+    indexes: the card (rendered like a session's), one edit step per file, reference terms.
 
-    Enclosing symbols come from the hunks alone (``parsers.parse_diff`` without new sources):
-    reading every file's post-commit content would cost a git object read per file.
+    The card holds the title and messages, the PR and the issues it closes, the files and
+    symbols changed, the tests added or changed and the error strings the diff touches; every
+    item carries the change's SHAs in its metadata (``Experience.metadata``). Enclosing symbols
+    come from the hunks alone (``parsers.parse_diff`` without new sources): reading every
+    file's post-commit content would cost a git object read per file.
     """
     diff_files = parsers.parse_diff(commit.diff) if commit.diff else []
     by_path: dict[str, DiffFile] = {}
@@ -394,25 +514,34 @@ def commit_to_experience(commit: CommitRecord, max_card_chars: int = 4000) -> Ex
         added = sum(df.added for df in diff_files)
         removed = sum(df.removed for df in diff_files)
 
-    subject, _, body = commit.message.partition("\n")
-    body = "\n".join(ln for ln in body.strip().splitlines() if not _TRAILER.match(ln)).strip()
-    task = _trim(f"{subject}\n\n{body}" if body else subject, max(200, max_card_chars // 2))
-
-    msg_refs = parsers.extract_text_refs(commit.message)
-    errors = unique([*msg_refs.exceptions, *msg_refs.error_messages])
-    refs = parsers.merge_refs([msg_refs, CodeRefs(files=list(files), symbols=symbols)])
+    messages = [commit.message, *(message for _, message in commit.branch)]
+    facts = change_facts(messages, diff_files)
+    title, body = _title_and_body(commit.message)
+    task = title if not body else f"{title}\n\n{body}"
+    if commit.branch:
+        listed = "\n".join(f"- {sha[:7]} {_subject(message)}" for sha, message in commit.branch[:30])
+        task += f"\n\nCommits:\n{listed}"
+    task = _trim(task, max(200, max_card_chars // 2))
+    text_refs = parsers.extract_text_refs("\n".join(messages))
+    errors = unique([*text_refs.exceptions, *text_refs.error_messages, *facts.error_strings])
+    refs = parsers.merge_refs([text_refs, CodeRefs(files=list(files), symbols=symbols, test_ids=facts.tests)])
 
     date = commit.authored_at.astimezone(UTC).date().isoformat()
     noun = "file" if len(files) == 1 else "files"
-    outcome = (
-        f"Commit {commit.sha[:7]} by {commit.author} on {date}: "
-        f"{len(files)} {noun}, +{added} -{removed}"
-    )
+    sha = commit.sha[:10]
+    if facts.pr is None:
+        what = f"Merge {sha}" if len(commit.parents) > 1 else f"Commit {sha}"
+    else:
+        what = f"PR #{facts.pr} merged as {sha}" if len(commit.parents) > 1 else f"PR #{facts.pr}, commit {sha}"
+    outcome = f"{what} by {commit.author} on {date}: {len(files)} {noun}, +{added} -{removed}"
+    if facts.closes:
+        outcome += "; closes " + ", ".join(f"#{n}" for n in facts.closes)
+    if commit.branch:
+        outcome += f"; {len(commit.branch)} branch commits"
     final_diff = commit.diff
     if final_diff and (commit.diff_truncated or len(final_diff) > max_card_chars):
         marker = "\n... (diff trimmed)"
         final_diff = _trim(final_diff, max_card_chars - len(marker), "").rstrip("\n") + marker
-
     card = ExperienceCard(
         task=task,
         outcome=outcome,
@@ -420,44 +549,41 @@ def commit_to_experience(commit: CommitRecord, max_card_chars: int = 4000) -> Ex
         edited_symbols=symbols,
         final_diff=final_diff,
         errors=errors,
-        tests_passed=None,
-        text=_render_card(
-            subject, body, outcome, files, symbols, errors, commit.diff, max_card_chars
-        ),
+        tests_changed=facts.tests,
     )
+    card = msgspec.structs.replace(card, text=render_card(card, max_card_chars))
     steps = [
         _file_step(position, path, by_path.get(path))
         for position, path in enumerate(files[:_MAX_STEPS])
     ]
-    return Experience(card=card, steps=steps, terms=refs.terms())
+    shas = [commit.sha, *(sha for sha, _ in commit.branch)]
+    metadata: dict[str, object] = {
+        "commit": commit.sha, "commits": shas[:_MAX_BRANCH + 1], "date": date,
+        "author": commit.author, "subject": title,
+    }
+    if facts.pr is not None:
+        metadata["pr"] = facts.pr
+    if facts.closes:
+        metadata["closes"] = facts.closes
+    issues = [f"#{n}" for n in (*facts.closes, *facts.mentions, *([facts.pr] if facts.pr else []))]
+    extra = [*issues, *(t for e in facts.error_strings for t in parsers.exact_terms(e))]
+    terms = list(dict.fromkeys([*refs.terms(), *(t.lower() for t in extra)]))
+    return Experience(card=card, steps=steps, terms=terms, metadata=metadata)
 
 
-def _render_card(
-    subject: str,
-    body: str,
-    outcome: str,
-    files: list[str],
-    symbols: list[str],
-    errors: list[str],
-    diff: str,
-    max_chars: int,
-) -> str:
-    """Subject, provenance, files, symbols, message, then as much diff as the budget allows."""
-    budget = max_chars // 4
-    lines = [subject, outcome]
-    if files:
-        lines.append(_trim("Files: " + ", ".join(files), budget, " ..."))
-    if symbols:
-        lines.append(_trim("Symbols: " + ", ".join(symbols), budget, " ..."))
-    if errors:
-        lines.append(_trim("Errors: " + "; ".join(errors), budget, " ..."))
-    if body:
-        lines += ["", _trim(body, budget)]
-    head = _trim("\n".join(lines), max_chars)
-    room = max_chars - len(head) - len("\n\nDiff:\n")
-    if diff and room > 200:
-        head += "\n\nDiff:\n" + _trim(diff, room, "\n...")
-    return head
+def _subject(message: str) -> str:
+    return message.partition("\n")[0].strip()
+
+
+def _title_and_body(message: str) -> tuple[str, str]:
+    """The change's title and body, trailers dropped; a GitHub merge's title is the PR title
+    (the body's first line), its "Merge pull request #N from ..." subject kept below it."""
+    subject, _, body = message.partition("\n")
+    body = "\n".join(ln for ln in body.strip().splitlines() if not _TRAILER.match(ln)).strip()
+    if subject.startswith("Merge pull request #") and body:
+        first, _, rest = body.partition("\n")
+        return first.strip(), f"{subject}\n{rest.strip()}".strip()
+    return subject.strip(), body
 
 
 def _file_step(position: int, path: str, df: DiffFile | None) -> StepRecord:

@@ -9,23 +9,34 @@ tail and the session's experience is rebuilt with it.
 
 from __future__ import annotations
 
-import subprocess
+import collections
+import contextlib
+import itertools
+import multiprocessing
 import tarfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
 import msgspec
 from tqdm import tqdm
 
-from codemem.gitlog import CommitRecord, commit_to_experience, iter_commits
+from codemem.experience.types import Experience
+from codemem.gitlog import CommitRecord, commit_to_experience, iter_changes, mainline_shas
+from codemem.gitstale import Staleness
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
 from codemem.transcripts import Transcript, iter_transcripts_from_tar, load_claude_code_jsonl
 
 # A commit's diff is kept as its raw message up to this size; the card holds the trimmed view.
 MAX_COMMIT_DIFF_CHARS = 20_000
+GIT_BATCH = 32  # changes stored per commit to the store
+# A change's card embeds the opening of its title and message (64 tokens: the title and the
+# first sentences say what the change is about; embedding is most of an import's CPU time).
+GIT_EMBED_TOKENS = 64
+_PROCESS_FROM = 200  # changes to import before a second process pays off (it starts in ~2 s)
+_CHUNK, _AHEAD = 16, 4  # changes per conversion task; tasks queued ahead of the consumer
 
 
 class IngestReport(msgspec.Struct):
@@ -36,7 +47,7 @@ class IngestReport(msgspec.Struct):
     skipped_lines: int = 0  # transcript lines that did not parse
     empty: int = 0  # transcripts with no message
     skipped_where: list[str] = []  # "file:line" of the first lines that did not parse
-    merges: int | None = None  # merge commits passed over (their changes are in the commits merged)
+    merges: int = 0  # merges read, each as one change with its branch's commits
 
 
 def transcript_paths(paths: list[str]) -> Iterator[Path]:
@@ -115,42 +126,71 @@ def ingest_git(
     since: datetime | None = None,
     max_commits: int | None = None,
     progress: bool = True,
-    workers: int = 4,
+    batch: int = GIT_BATCH,
 ) -> IngestReport:
-    """One experience per commit. Commits are added concurrently so group commit joins them."""
+    """One experience per change of the first-parent line (a merged pull request is one,
+    with its branch's commits). Changes stored before are not read again, so a re-run adds
+    only new commits. A change whose code a later change edited says so on its card
+    (``codemem.gitstale``).
+
+    Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
+    ``Memory.add_sessions``); a long history is turned into experiences in a second process
+    (parsing diffs is CPU-bound Python), so reading, parsing and embedding use two cores.
+    """
     report = IngestReport()
-    total, report.merges = _history_counts(repo, since)
-    if max_commits is not None:
-        total = max_commits if total is None else min(total, max_commits)
-        report.merges = None  # counted over the whole range, not the newest max_commits
-    bar = tqdm(desc="commits", unit="commit", total=total, disable=not progress)
+    line = mainline_shas(repo, since=since, max_commits=max_commits)
+    known = {sid.removeprefix("git:") for sid in memory.session_ids(user_id, "git:")}
+    report.unchanged = sum(1 for sha in line if sha in known)
+    report.sources = report.unchanged
+    todo = len(line) - report.unchanged
+    bar = tqdm(desc="commits", unit="commit", total=todo, disable=not progress)
+    records = iter_changes(repo, since=since, max_commits=max_commits, known=known)
+    with contextlib.ExitStack() as stack:
+        if todo >= _PROCESS_FROM:
+            pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
+            converted: Iterator[tuple[CommitRecord, Experience]] = _converted_aside(pool, records)
+        else:
+            converted = map(_convert, records)
+        pending: list[tuple[AddRequest, Experience]] = []
 
-    def add(commit: CommitRecord) -> tuple[bool, int]:
-        req = commit_request(commit, user_id)
-        return memory.add(req, experience=commit_to_experience(commit)).duplicate, len(req.messages)
+        def flush() -> None:
+            for result in memory.add_sessions(pending, embed_max_tokens=GIT_EMBED_TOKENS):
+                report.sources += 1
+                _count(report, result.duplicate, result.stored)
+            bar.update(len(pending))
+            pending.clear()
 
-    with ThreadPoolExecutor(workers) as pool:
-        for duplicate, n in pool.map(add, iter_commits(repo, since=since, max_commits=max_commits)):
-            report.sources += 1
-            _count(report, duplicate, n)
-            bar.update(1)
+        staleness = Staleness()
+        for commit, experience in converted:
+            pending.append((commit_request(commit, user_id), staleness.mark(experience)))
+            report.merges += len(commit.parents) > 1
+            if len(pending) >= batch:
+                flush()
+        if pending:
+            flush()
     bar.close()
     return report
 
 
-def _history_counts(repo: str, since: datetime | None) -> tuple[int | None, int | None]:
-    """The commits an import of HEAD reads, and the merges it passes over (None, None when
-    git cannot say): a progress bar's total and ETA, and the summary's merge count."""
-    window = [f"--since={since.isoformat()}"] if since is not None else []
-    counts = []
-    for kind in ("--no-merges", "--merges"):
-        try:
-            done = subprocess.run(["git", "-C", repo, "rev-list", "--count", kind, *window, "HEAD"],
-                                  capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-            counts.append(int(done.stdout.strip()) if done.returncode == 0 else None)
-        except (OSError, ValueError, subprocess.TimeoutExpired):
-            counts.append(None)
-    return counts[0], counts[1]
+def _convert(commit: CommitRecord) -> tuple[CommitRecord, Experience]:
+    return commit, commit_to_experience(commit)
+
+
+def _convert_many(commits: list[CommitRecord]) -> list[tuple[CommitRecord, Experience]]:
+    return [_convert(c) for c in commits]
+
+
+def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord]
+                     ) -> Iterator[tuple[CommitRecord, Experience]]:
+    """``records`` converted in ``pool``, in order, a few chunks ahead of the consumer (not
+    ``pool.map``, which reads the whole history into memory before the first result)."""
+    ahead: collections.deque[Future[list[tuple[CommitRecord, Experience]]]] = collections.deque()
+    while chunk := list(itertools.islice(records, _CHUNK)):
+        ahead.append(pool.submit(_convert_many, chunk))
+        if len(ahead) > _AHEAD:
+            yield from ahead.popleft().result()
+    while ahead:
+        yield from ahead.popleft().result()
 
 
 def _count(report: IngestReport, duplicate: bool, messages: int) -> None:

@@ -110,6 +110,45 @@ class Memory:
                     self._write_derived(derived, rows)
         return self._result(req, stored=len(rows))
 
+    def add_sessions(self, items: list[tuple[AddRequest, Experience]], embed_max_tokens: int | None = None
+                     ) -> list[AddResult]:
+        """Store a batch of whole sessions (one request each, with its experience: a git
+        change), for importers: one look-up of what is stored, one embedding batch of the
+        cards' tasks, one commit. A request whose session holds anything already stores
+        nothing (``duplicate``), as does a retry of a stored request.
+
+        ``embed_max_tokens`` caps the card's embedded task (default: the settings')."""
+        for req, _ in items:
+            validate_add(req, self.settings.max_image_bytes)
+        keyed = [(req, exp, key_of(req.user_id, req.session_id)) for req, exp in items]
+        results: dict[int, AddResult] = {}
+        with self.store.locks.sessions(key for _, _, key in keyed):
+            present: set[str] = set()
+            for user_key in {key_of(req.user_id) for req, _ in items}:
+                present |= self.store.sessions_present(
+                    user_key, [k for r, _, k in keyed if key_of(r.user_id) == user_key])
+            todo = []
+            for i, (req, exp, key) in enumerate(keyed):
+                if key in present:
+                    results[i] = self._result(req, stored=0, duplicate=True)
+                else:
+                    present.add(key)  # the same session twice in one batch: stored once
+                    todo.append((i, req, exp))
+            max_tokens = embed_max_tokens or self.settings.embed_max_tokens
+            texts = [exp.card.task or exp.card.text for _, _, exp in todo]
+            vectors = dict(zip(self.embedder.fingerprints(texts, max_tokens),
+                               self.embedder.embed(texts, max_tokens), strict=True))
+            rows: list[Row] = []
+            for i, req, exp in todo:
+                messages = self._message_rows(req, key_of(req.user_id), key_of(req.user_id, req.request_id))
+                derived = sessions.experience_rows(exp, messages[0], [], self.embedder, max_tokens,
+                                                   len(req.messages), embed_steps=False, vectors=vectors)
+                rows += messages + derived.rows
+                results[i] = self._result(req, stored=len(messages))
+            if rows:
+                self.writer.write(Append(rows))
+        return [results[i] for i in range(len(keyed))]
+
     def _write_derived(self, derived: sessions.Derived, messages: list[Row]) -> None:
         """New messages and the session's derived rows in one commit: an append when the
         session had none yet (cheapest), else an upsert that replaces the card in place."""
@@ -245,6 +284,11 @@ class Memory:
         """How many messages of a session are stored (an importer of a transcript that
         grows adds only what follows them)."""
         return self.store.message_count(key_of(user_id, session_id))
+
+    def session_ids(self, user_id: str, prefix: str) -> set[str]:
+        """This user's experiences whose session_id starts with `prefix` (an importer skips
+        what it stored before: a git import's sessions are "git:<sha>")."""
+        return self.store.session_ids(key_of(user_id), prefix)
 
     def delete_user(self, user_id: str) -> int:
         """Remove every memory of one user; returns how many items were removed."""

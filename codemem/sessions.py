@@ -162,12 +162,14 @@ def experience_rows(
     max_tokens: int,
     message_count: int,
     embed_steps: bool,
+    vectors: dict[str, np.ndarray] | None = None,
 ) -> Derived:
     """Rows for the card and steps of one session; `base` carries the ids and timestamps,
     `stored` the session's derived rows before (their vectors are reused where unchanged).
 
     With `embed_steps` off only the card gets a vector and steps stay BM25- and
-    reference-indexed: embedding every step would be most of an Add's cost."""
+    reference-indexed: embedding every step would be most of an Add's cost. `vectors`
+    (fingerprint -> vector) are embeddings a batch computed beforehand."""
     card = experience.card
     card_meta = {
         "edited_files": card.edited_files,
@@ -177,6 +179,7 @@ def experience_rows(
         "outcome": card.outcome,
         "messages": message_count,
         "steps": len(experience.steps),
+        **experience.metadata,
     }
     rows = [
         msgspec.structs.replace(
@@ -185,7 +188,8 @@ def experience_rows(
         )
     ]
     for i, step in enumerate(experience.steps):
-        meta = {"step": step.kind, "files": step.files, "symbols": step.symbols, "errors": step.errors[:5]}
+        meta = {"step": step.kind, "files": step.files, "symbols": step.symbols, "errors": step.errors[:5],
+                **experience.metadata}
         refs = dict.fromkeys([*(t.lower() for t in (*step.files, *step.symbols)), *exact_terms(step.text)])
         rows.append(
             msgspec.structs.replace(
@@ -197,19 +201,20 @@ def experience_rows(
     # The card's vector reads the task alone: a later task is compared with earlier tasks,
     # and the task does not change as the session's chunks arrive, so it is embedded once.
     texts = [card.task or card.text] + ([st.text for st in experience.steps] if embed_steps else [])
-    _embed(rows[: len(texts)], texts, stored, embedder, max_tokens)
+    _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
     return Derived(rows=rows, stale_ids=stale, replaces=bool(stored))
 
 
-def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int) -> None:
+def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,
+           computed: dict[str, np.ndarray]) -> None:
     """Set each row's vector to the embedding of its text in `texts`, reusing stored vectors
     wherever the model's input is unchanged (the fingerprint is kept in `metadata.vec`)."""
     known = {
         msgspec.json.decode(str(r["metadata"])).get("vec"): np.asarray(r["vector"], dtype=np.float32)
         for r in stored
-    }
+    } | computed
     keys = embedder.fingerprints(texts, max_tokens)
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
     vectors = embedder.embed(list(missing.values()), max_tokens)

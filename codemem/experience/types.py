@@ -35,6 +35,8 @@ class ExperienceCard(msgspec.Struct, frozen=True):
     read_files: list[str] = []  # files read but not edited
     commands: list[str] = []
     tests_passed: bool | None = None  # state of the last test run seen, None if none ran
+    tests_changed: list[str] = []  # test files and test names the change added or edited
+    changed_since: str = ""  # a later change to the same code: "<sha> <date> <subject>"
     errors: list[str] = []
     final_diff: str = ""  # trimmed
     text: str = ""  # the bounded rendering of all of the above, a few thousand characters
@@ -44,3 +46,5 @@ class Experience(msgspec.Struct, frozen=True):
     card: ExperienceCard
     steps: list[StepRecord] = []
     terms: list[str] = []  # normalised code-reference keys (parsers.CodeRefs.terms()) for matching
+    # Shown with every item of the experience (card and steps): a commit's SHAs, its PR...
+    metadata: dict[str, object] = {}

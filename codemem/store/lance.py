@@ -165,6 +165,20 @@ class Store:
         """Whether the user has a row of this kind (one of ours, e.g. "registration")."""
         return self.exists(f"{user_scope(user_key)} AND kind = '{_safe(kind)}'")
 
+    def session_ids(self, user_key: str, prefix: str) -> set[str]:
+        """The session_ids of one user's experiences (cards) that start with ``prefix``."""
+        if not prefix.replace(":", "").replace("-", "").isalnum():
+            raise ValueError(f"not a session id prefix: {prefix!r}")
+        rows = self.rows(f"{user_scope(user_key)} AND kind = 'card' AND session_id LIKE '{prefix}%'", columns=["session_id"])
+        return {str(r["session_id"]) for r in rows}
+
+    def sessions_present(self, user_key: str, session_keys: list[str]) -> set[str]:
+        """Those of these sessions of one user that hold any row."""
+        if not (quoted := _id_list(session_keys)):
+            return set()
+        rows = self.rows(f"{user_scope(user_key)} AND session_key IN ({quoted})", columns=["session_key"])
+        return {str(r["session_key"]) for r in rows}
+
     def message_count(self, session_key: str) -> int:
         return self.count(f"session_key = '{session_key}' AND kind = 'message'")
 

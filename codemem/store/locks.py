@@ -11,9 +11,11 @@ system) they are this process's locks only, and the deployment notes say how to 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from codemem.config import is_object_storage
@@ -86,3 +88,13 @@ class Locks:
 
     def session(self, session_key: str) -> ProcessLock:
         return self._sessions[int(session_key[:8], 16) % self.STRIPES]
+
+    @contextlib.contextmanager
+    def sessions(self, session_keys: Iterable[str]) -> Iterator[None]:
+        """Several sessions' locks at once (a batch import), each stripe once, in stripe
+        order, so two batches cannot deadlock."""
+        stripes = sorted({int(k[:8], 16) % self.STRIPES for k in session_keys})
+        with contextlib.ExitStack() as stack:
+            for i in stripes:
+                stack.enter_context(self._sessions[i])
+            yield

@@ -141,7 +141,7 @@ def test_ingest_git_makes_one_experience_per_commit_and_finds_the_fix(memory: Me
     assert again.added == 0 and again.unchanged == 3
 
 
-def test_ingest_git_counts_the_merges_it_passes_over(memory: Memory, tmp_path: Path,
+def test_ingest_git_reads_a_merge_as_one_change_and_counts_it(memory: Memory, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     repo = _repo(tmp_path / "repo")
     main_branch = repo.active_branch
@@ -156,7 +156,36 @@ def test_ingest_git_counts_the_merges_it_passes_over(memory: Memory, tmp_path: P
     assert (report.sources, report.merges) == (4, 1)
     code = main(["ingest-git", "--data-dir", str(tmp_path / "d"), str(tmp_path / "repo")])
     assert code == 0
-    assert "1 merge commits passed over" in capsys.readouterr().out
+    assert "1 merges, each read as one change" in capsys.readouterr().out
+
+
+def test_ingest_git_adds_only_new_commits_and_every_item_names_its_commit(memory: Memory, tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    first = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
+    assert (first.sources, first.added) == (3, 3)
+    (tmp_path / "repo" / "calc.py").write_text("def divide(a, b):\n    return a // b\n")
+    repo.index.add(["calc.py"])
+    fix = repo.index.commit("Use floor division in divide (#7)\n\nFixes #6").hexsha
+    again = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
+    assert (again.sources, again.added, again.unchanged) == (4, 1, 3)
+    hits = memory.search(SearchRequest(user_id="dev", query="divide uses floor division", top_k=10))
+    assert hits and hits[0].metadata["commit"] == fix and hits[0].metadata["pr"] == 7
+    shas = [c.hexsha for c in repo.iter_commits()]
+    assert all(any(sha in str(h.metadata) for sha in shas) for h in hits)  # a user sees which commit
+    assert all("commit" in h.metadata for h in hits if h.metadata.get("kind") in ("card", "step"))
+
+
+def test_add_sessions_stores_each_new_session_once(memory: Memory, tmp_path: Path) -> None:
+    from codemem.gitlog import commit_to_experience, iter_changes
+    from codemem.ingest import commit_request
+
+    _repo(tmp_path / "repo")
+    fix, readme = [(commit_request(r, "dev"), commit_to_experience(r)) for r in iter_changes(str(tmp_path / "repo"))][:2]
+    results = memory.add_sessions([fix, fix, readme])
+    assert [r.duplicate for r in results] == [False, True, False]  # in order; one session twice: once
+    assert [r.request_id for r in results] == [fix[0].request_id, fix[0].request_id, readme[0].request_id]
+    assert [r.duplicate for r in memory.add_sessions([readme])] == [True]
+    assert len(_cards(memory, "dev")) == 2
 
 
 def test_ingest_git_rejects_a_non_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,15 +21,16 @@ def test_fix_commit_card(history_repo: HistoryRepo) -> None:
     card = exp.card
     assert card.task.startswith("Fix KeyError in Service.save when the cache is empty\n\n")
     assert "Signed-off-by" not in card.task
-    assert card.outcome == f"Commit {rec.sha[:7]} by Ada Lovelace on 2024-01-02: 1 file, +2 -0"
+    assert card.outcome == f"Commit {rec.sha[:10]} by Ada Lovelace on 2024-01-02: 1 file, +2 -0"
     assert card.edited_files == ["app/service.py"]
     # git's python driver names the method in the hunk header (the class is not known)
     assert card.edited_symbols == ["save"]
     assert "KeyError" in card.errors
     assert card.tests_passed is None
     assert card.final_diff == rec.diff
-    assert card.text.startswith("Fix KeyError in Service.save")
-    for part in (card.outcome, "app/service.py", "Symbols: save", "Diff:", "self._read()"):
+    # the same renderer as a session's card: one index reads one shape
+    assert card.text.startswith("## Task\nFix KeyError in Service.save")
+    for part in (card.outcome, "files: app/service.py", "symbols: save", "## Final diff", "self._read()"):
         assert part in card.text
     assert len(card.text) <= 4000
 
@@ -106,7 +107,7 @@ def test_handmade_record_without_counts() -> None:
         files=["lib/calc.py"],
     )
     exp = commit_to_experience(rec)
-    assert exp.card.outcome == "Commit 0123456 by Bob on 2023-05-06: 1 file, +1 -1"
+    assert exp.card.outcome == "Commit 0123456789 by Bob on 2023-05-06: 1 file, +1 -1"
     assert "ZeroDivisionError" in exp.card.errors
     assert "divide" in exp.card.edited_symbols
 

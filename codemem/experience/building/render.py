@@ -29,6 +29,8 @@ def _bullets(items: list[str], each: int = 300) -> str:
 
 
 def _tests_line(card: ExperienceCard, last_test: TestRun | None) -> str:
+    if card.tests_changed and (last_test is None or card.tests_passed is None):
+        return f"added or changed: {_joined(card.tests_changed, 400)}"
     if last_test is None or card.tests_passed is None:
         return "no test outcome seen"
     state = "passed" if card.tests_passed else "failed"
@@ -47,7 +49,10 @@ def render_card(
     """The card in at most ``max_chars`` characters."""
     head: list[str] = []
     tail: list[str] = []
-    head.append(f"## Outcome\n{_clip(card.outcome, 400)}")
+    outcome = _clip(card.outcome, 400)
+    if card.changed_since:
+        outcome += f"\nchanged since: {_clip(card.changed_since, 300)}"
+    head.append(f"## Outcome\n{outcome}")
     if card.root_cause:
         head.append(f"## Root cause\n{_bullets(card.root_cause)}")
     if card.edited_files:

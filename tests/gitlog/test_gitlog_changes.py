@@ -1,0 +1,89 @@
+"""iter_changes and gitfacts: a merged branch is one change with its commits; what a change
+says about itself (PR, issues it closes, tests, error strings) reaches its card and terms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitlog_helpers import HistoryRepo, commit, init_repo, write
+
+from codemem.gitfacts import change_facts, is_test_path, pr_number
+from codemem.gitlog import commit_to_experience, iter_changes, mainline_shas
+from parsers import parse_diff
+
+
+def test_first_parent_line_with_the_merge_holding_its_branch(history_repo: HistoryRepo) -> None:
+    s = history_repo.shas
+    records = list(iter_changes(str(history_repo.path)))
+    assert [r.sha for r in records] == [s[c] for c in ("c8", "c7", "c5", "c4", "c3", "c2", "c1")]
+    assert mainline_shas(str(history_repo.path)) == [r.sha for r in records]
+    merge = records[0]
+    assert merge.parents[1] == s["c6"]
+    assert [sha for sha, _ in merge.branch] == [s["c6"]]
+    assert merge.files == ["app/service.py"]  # its diff against the first parent: the branch's change
+    exp = commit_to_experience(merge)
+    assert exp.metadata["commit"] == s["c8"]
+    assert exp.metadata["commits"] == [s["c8"], s["c6"]]
+    assert "load" in exp.card.edited_symbols
+    assert f"{s['c6'][:7]} Return None from Service.load" in exp.card.text
+    assert exp.card.outcome.startswith(f"Merge {s['c8'][:10]} by Ada Lovelace")
+    assert all(r.branch == () for r in records[1:])
+
+
+def test_known_changes_are_not_read_again(history_repo: HistoryRepo) -> None:
+    s = history_repo.shas
+    path = str(history_repo.path)
+    older = {s[c] for c in ("c1", "c2", "c3", "c4", "c5")}
+    assert [r.sha for r in iter_changes(path, known=older)] == [s["c8"], s["c7"]]
+    assert [r.sha for r in iter_changes(path, known=older | {s["c8"]})] == [s["c7"]]  # not a prefix
+    assert list(iter_changes(path, known=set(mainline_shas(path)))) == []
+
+
+def test_squash_commit_card_names_its_pr_issues_tests_and_errors(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path)
+    write(tmp_path, "src/lexer.rs", "fn lex(s: &str) -> usize {\n    s.len()\n}\n")
+    repo.git.add("-A")
+    commit(repo, "Initial", 0)
+    write(tmp_path, "src/lexer.rs", 'fn lex(s: &str) -> usize {\n    if s.is_empty() {\n'
+          '        panic!("unterminated heredoc marker");\n    }\n    s.len()\n}\n')
+    write(tmp_path, "tests/lexer.rs", "#[test]\nfn heredoc_without_end() {\n    lex(\"\");\n}\n")
+    repo.git.add("-A")
+    sha = commit(repo, "lexer: reject an unterminated heredoc (#5930)\n\nFixes #5929, see #17.\n", 1)
+    repo.close()
+    (rec, _) = list(iter_changes(str(tmp_path)))
+    exp = commit_to_experience(rec)
+    card = exp.card
+    assert card.outcome.startswith(f"PR #5930, commit {sha[:10]} by Ada Lovelace")
+    assert "closes #5929" in card.outcome
+    assert card.tests_changed == ["tests/lexer.rs", "heredoc_without_end"]
+    assert "unterminated heredoc marker" in card.errors
+    assert "## Tests\nadded or changed: tests/lexer.rs, heredoc_without_end" in card.text
+    assert exp.metadata == {"commit": sha, "commits": [sha], "date": "2024-01-02", "author": "Ada Lovelace",
+                            "subject": "lexer: reject an unterminated heredoc (#5930)", "pr": 5930, "closes": [5929]}
+    assert {"#5930", "#5929", "#17", "src/lexer.rs", "heredoc_without_end"} <= set(exp.terms)
+
+
+def test_pr_numbers_and_issue_references() -> None:
+    assert pr_number("Merge pull request #12 from dev/fix-lexer") == 12
+    assert pr_number("Fix the lexer (#5930)") == 5930
+    assert pr_number("Fix the lexer for #5930") is None
+    facts = change_facts(["Fixed #123 -- toString on records\n\nCloses #4. Refs #9, owner/repo#11 too"], [])
+    assert facts.closes == [123, 4]
+    assert facts.mentions == [9]  # owner/repo#11 is another repository's number
+    assert facts.pr is None
+
+
+def test_test_paths_and_names_across_languages() -> None:
+    for path in ("tests/a.rs", "pkg/x_test.go", "src/foo.test.ts", "test/transform/resource/after/A.java",
+                 "src/FooTest.java", "app/test_views.py", "crates/core/tests/regression.rs"):
+        assert is_test_path(path), path
+    for path in ("src/testing_utils_impl.rs", "src/lexer.rs", "docs/contest.md"):
+        assert not is_test_path(path), path
+    diff = (
+        "diff --git a/pkg/x_test.go b/pkg/x_test.go\n--- a/pkg/x_test.go\n+++ b/pkg/x_test.go\n"
+        "@@ -1,1 +1,4 @@\n package pkg\n+func TestLexHeredoc(t *testing.T) {\n"
+        '+\tt.Fatalf("lexer failed on heredoc")\n+}\n'
+    )
+    facts = change_facts(["x"], parse_diff(diff))
+    assert facts.tests == ["pkg/x_test.go", "TestLexHeredoc"]
+    assert facts.error_strings == ["lexer failed on heredoc"]
