@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import msgspec
 
-from codemem.experience.render import render_card
+from codemem.experience.building.render import render_card
 from codemem.experience.types import Experience
 
 __all__ = ["Staleness"]
