@@ -1,0 +1,1 @@
+"""Training of the experience reranker that codemem.ranking.rerank runs (see README.md)."""
