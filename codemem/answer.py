@@ -11,7 +11,7 @@ listed as its own item, as stored.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -45,11 +45,14 @@ class Shape:
     evidence_chars: int = DEFAULT_SEARCH.evidence_chars  # ... and under each of the others
     first_evidence_items: int = DEFAULT_SEARCH.first_evidence_items  # items read for the best
     evidence_items: int = DEFAULT_SEARCH.evidence_items  # ... and for each of the others
+    quiet_experiences: int = DEFAULT_SEARCH.quiet_experiences  # cards in a quiet answer
+    quiet_card_chars: int = DEFAULT_SEARCH.quiet_card_chars  # ... each cut to this
 
     @classmethod
     def of(cls, config: SearchConfig, budget_tokens: int, max_item_chars: int) -> Shape:
         return cls(budget_tokens, max_item_chars, config.first_evidence_chars, config.evidence_chars,
-                   config.first_evidence_items, config.evidence_items)
+                   config.first_evidence_items, config.evidence_items, config.quiet_experiences,
+                   config.quiet_card_chars)
 
     def groups_to_read(self, top_k: int) -> int:
         """How many experiences can fit the budget (generously: cards are often shorter)."""
@@ -62,12 +65,21 @@ class Shape:
 
 
 def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]], user_id: str,
-          top_k: int, shape: Shape) -> list[Hit]:
-    """Hits for `groups` (best first): `read` fetches whole rows by id.
+          top_k: int, shape: Shape, why: Mapping[str, dict[str, object]] | None = None,
+          quiet: bool = False) -> list[Hit]:
+    """Hits for `groups` (best first): `read` fetches whole rows by id; `why[session_key]`
+    goes into each experience item's metadata.
 
     One read fetches the cards, the evidence to inline and the next `top_k` evidence items
     (what an answer with room left appends): each read costs ~10 ms however few rows it
-    returns, and a second one is made only for loose evidence beyond those."""
+    returns, and a second one is made only for loose evidence beyond those.
+
+    A `quiet` answer (no experience relevant enough) is the first `shape.quiet_experiences`
+    cards, each cut to `shape.quiet_card_chars`, and nothing else: a reader learns what the
+    memory holds nearby without reading tens of thousands of tokens of it."""
+    why = why or {}
+    if quiet:
+        return _quiet(groups[: min(top_k, shape.quiet_experiences)], read, user_id, shape, why)
     groups = groups[: shape.groups_to_read(top_k)]
     inlinable = [shape.first_evidence_items if i == 0 else shape.evidence_items for i in range(len(groups))]
     wanted = [g.card.id for g in groups] + [e.id for g, n in zip(groups, inlinable, strict=True) for e in g.evidence[:n]]
@@ -93,7 +105,7 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
             allot -= len(text)
             inline.append((row, text))
         if card is not None:
-            hits.append(_experience_hit(card, inline, g.score))
+            hits.append(_experience_hit(card, inline, g.score, why.get(g.session_key, {})))
     built = hits[:top_k]
     hits = within_budget(built, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     room = top_k - len(hits)
@@ -110,6 +122,18 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
                 shown.add(hits[-1].content)
         hits = within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     return hits
+
+
+def _quiet(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]], user_id: str, shape: Shape,
+           why: Mapping[str, dict[str, object]]) -> list[Hit]:
+    rows = _rows_of_user(read([g.card.id for g in groups]), user_id)
+    hits = []
+    for g in groups:
+        if (card := rows.get(g.card.id)) is not None:
+            hit = _item_hit(card, g.score, shape.quiet_card_chars)
+            hit.metadata.update(why.get(g.session_key, {}), quiet=True)
+            hits.append(hit)
+    return within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
 
 
 def whole(card: Row, evidence: Sequence[Row], shape: Shape) -> list[Hit]:
@@ -145,7 +169,7 @@ def _rows_of_user(rows: list[Candidate], user_id: str) -> dict[str, Row]:
     return {c.id: c.fields for c in rows if c.fields["user_id"] == user_id}
 
 
-def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float) -> Hit:
+def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float, why: Mapping[str, object]) -> Hit:
     parts = [str(card["text"])]
     if evidence:
         parts.append("Evidence from this session:")
@@ -153,6 +177,7 @@ def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float) ->
     hit = _item_hit(card, score, 0)
     hit.content = "\n\n".join(parts)
     hit.metadata["evidence"] = [str(row["id"]) for row, _ in evidence]
+    hit.metadata.update(why)
     return hit
 
 

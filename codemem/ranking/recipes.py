@@ -21,12 +21,27 @@ class SearchConfig:
     lexical_weight: float
     dense_weight: float
     refs_weight: float
+    # Code-location evidence (`ranking/locations.py`): its weight in the fusion, and what a
+    # code key an experience only mentions counts against one it edited.
+    location_weight: float
+    location_mention_weight: float
     # Reciprocal-rank constants: item-level fusion (which orders each session's evidence)
     # and session-level fusion (which ranks experiences).
     item_rrf_k: int
     session_rrf_k: int
     # Experiences scoring below this share of the best one's fused score are left out.
     relevance_floor: float
+    # Calibrated relevance (`ranking/relevance.py`): logistic coefficients (intercept, fused
+    # score, nearest cosine, log location mass). When no experience reaches `quiet_below`
+    # the answer stays quiet: at most `quiet_experiences` cards, each cut to
+    # `quiet_card_chars`, no evidence (0 turns this off).
+    relevance_coefficients: tuple[float, float, float, float]
+    quiet_below: float
+    quiet_experiences: int
+    quiet_card_chars: int
+    # How many of the first experiences a reranker (`ranking/rerank.py`), when one is
+    # given, reorders.
+    rerank_depth: int
     # Evidence inlined under the best experience's card, and under each of the others:
     # characters, and how many evidence items are read for it.
     first_evidence_chars: int
@@ -37,6 +52,8 @@ class SearchConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.relevance_floor <= 1.0:
             raise ValueError(f"relevance_floor must be between 0 and 1, not {self.relevance_floor}")
+        if not 0.0 <= self.quiet_below <= 1.0:
+            raise ValueError(f"quiet_below must be between 0 and 1, not {self.quiet_below}")
 
     def replace(self, **changes: object) -> SearchConfig:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -49,6 +66,8 @@ DEFAULT_SEARCH = SearchConfig(
     # matches: measured on the 62 labelled SWE-ContextBench tasks (eval/replay.py).
     dense_weight=1.5,
     refs_weight=1.0,
+    location_weight=0.0,
+    location_mention_weight=0.5,
     # Cormack et al.'s k for items: robust to the retrievers' incomparable scores.
     item_rrf_k=60,
     # Small k for sessions: the first places of each retriever's session ranking carry the
@@ -58,6 +77,11 @@ DEFAULT_SEARCH = SearchConfig(
     # scored 0.37 of the best; at 0.3 the median answer names 9 experiences instead of 14
     # and no gold experience is cut. 0 keeps all that top_k and the budget allow.
     relevance_floor=0.3,
+    relevance_coefficients=(0.0, 0.0, 0.0, 0.0),
+    quiet_below=0.0,
+    quiet_experiences=8,
+    quiet_card_chars=1_500,
+    rerank_depth=20,
     # Enough that a reader whose window holds only the first ~8k tokens gets the best
     # experience whole (replay: the gold share of the first 8k tokens is 0.55 at 60k
     # characters against 0.39 at 24k, with the same hit@k).

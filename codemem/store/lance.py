@@ -173,6 +173,10 @@ class Store:
             return []
         return self.rows(f"{user_scope(user_key)} AND kind = 'message' AND session_key IN ({quoted})", columns=columns)
 
+    def cards(self, user_key: str, columns: Iterable[str]) -> list[dict[str, Any]]:
+        """Every experience card of one user (these columns only)."""
+        return self.rows(f"{user_scope(user_key)} AND kind = 'card'", columns=columns)
+
     def by_ids(self, ids: list[str]) -> list[Candidate]:
         if not (quoted := _id_list(ids)):
             return []
