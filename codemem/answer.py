@@ -10,6 +10,7 @@ listed as its own item, as stored.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,14 +46,15 @@ class Shape:
     evidence_chars: int = DEFAULT_SEARCH.evidence_chars  # ... and under each of the others
     first_evidence_items: int = DEFAULT_SEARCH.first_evidence_items  # items read for the best
     evidence_items: int = DEFAULT_SEARCH.evidence_items  # ... and for each of the others
-    quiet_experiences: int = DEFAULT_SEARCH.quiet_experiences  # cards in a quiet answer
-    quiet_card_chars: int = DEFAULT_SEARCH.quiet_card_chars  # ... each cut to this
+    quiet_experiences: int = DEFAULT_SEARCH.quiet_experiences  # experiences in a quiet answer
+    quiet_first_evidence_chars: int = DEFAULT_SEARCH.quiet_first_evidence_chars  # ... under its first card
+    quiet_card_chars: int = DEFAULT_SEARCH.quiet_card_chars  # ... its other cards cut to this
 
     @classmethod
     def of(cls, config: SearchConfig, budget_tokens: int, max_item_chars: int) -> Shape:
         return cls(budget_tokens, max_item_chars, config.first_evidence_chars, config.evidence_chars,
                    config.first_evidence_items, config.evidence_items, config.quiet_experiences,
-                   config.quiet_card_chars)
+                   config.quiet_first_evidence_chars, config.quiet_card_chars)
 
     def groups_to_read(self, top_k: int) -> int:
         """How many experiences can fit the budget (generously: cards are often shorter)."""
@@ -75,11 +77,15 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
     returns, and a second one is made only for loose evidence beyond those.
 
     A `quiet` answer (no experience relevant enough) is the first `shape.quiet_experiences`
-    cards, each cut to `shape.quiet_card_chars`, and nothing else: a reader learns what the
-    memory holds nearby without reading tens of thousands of tokens of it."""
+    experiences: the first with `shape.quiet_first_evidence_chars` of evidence, the others'
+    cards cut to `shape.quiet_card_chars`, and nothing else: a reader learns what the memory
+    holds nearby without reading tens of thousands of tokens of it."""
     why = why or {}
+    card_chars = 0
     if quiet:
-        return _quiet(groups[: min(top_k, shape.quiet_experiences)], read, user_id, shape, why)
+        shape = dataclasses.replace(shape, first_evidence_chars=shape.quiet_first_evidence_chars, evidence_chars=0,
+                                    evidence_items=0)
+        groups, card_chars = groups[: shape.quiet_experiences], shape.quiet_card_chars
     groups = groups[: shape.groups_to_read(top_k)]
     inlinable = [shape.first_evidence_items if i == 0 else shape.evidence_items for i in range(len(groups))]
     wanted = [g.card.id for g in groups] + [e.id for g, n in zip(groups, inlinable, strict=True) for e in g.evidence[:n]]
@@ -105,10 +111,12 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
             allot -= len(text)
             inline.append((row, text))
         if card is not None:
-            hits.append(_experience_hit(card, inline, g.score, why.get(g.session_key, {})))
+            hits.append(_experience_hit(card, inline, g.score, why.get(g.session_key, {}), card_chars if hits else 0))
+            if quiet:
+                hits[-1].metadata["quiet"] = True
     built = hits[:top_k]
     hits = within_budget(built, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
-    room = top_k - len(hits)
+    room = 0 if quiet else top_k - len(hits)
     if room > 0 and len(hits) == len(built) and loose:  # the budget has room for more
         if unread := [item_id for item_id in loose[:room] if item_id not in rows]:
             rows.update(_rows_of_user(read(unread), user_id))
@@ -122,18 +130,6 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
                 shown.add(hits[-1].content)
         hits = within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     return hits
-
-
-def _quiet(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]], user_id: str, shape: Shape,
-           why: Mapping[str, dict[str, object]]) -> list[Hit]:
-    rows = _rows_of_user(read([g.card.id for g in groups]), user_id)
-    hits = []
-    for g in groups:
-        if (card := rows.get(g.card.id)) is not None:
-            hit = _item_hit(card, g.score, shape.quiet_card_chars)
-            hit.metadata.update(why.get(g.session_key, {}), quiet=True)
-            hits.append(hit)
-    return within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
 
 
 def whole(card: Row, evidence: Sequence[Row], shape: Shape) -> list[Hit]:
@@ -169,8 +165,10 @@ def _rows_of_user(rows: list[Candidate], user_id: str) -> dict[str, Row]:
     return {c.id: c.fields for c in rows if c.fields["user_id"] == user_id}
 
 
-def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float, why: Mapping[str, object]) -> Hit:
-    parts = [str(card["text"])]
+def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float, why: Mapping[str, object],
+                    card_chars: int = 0) -> Hit:
+    """The card (cut to `card_chars`, 0: whole) with its inlined evidence."""
+    parts = [trim(str(card["text"]), card_chars)[0]]
     if evidence:
         parts.append("Evidence from this session:")
         parts.extend(f"[{_label(row)}]\n{text}" for row, text in evidence)

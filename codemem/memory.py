@@ -24,7 +24,7 @@ from codemem.ranking.assemble import Group, group_by_session
 from codemem.ranking.locations import LocationIndexes, ticket_refs
 from codemem.ranking.query import parse_query
 from codemem.ranking.recipes import SearchConfig
-from codemem.ranking.relevance import SessionSignals, explain, fuse, relevance
+from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up
 from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
 from codemem.ranking.types import Candidate
@@ -212,9 +212,10 @@ class Memory:
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
         if self.reranker is not None and config.rerank_depth > 0:
             groups = self._rerank(text, groups[: config.rerank_depth]) + groups[config.rerank_depth:]
-        why = {g.session_key: explain(signals, g.session_key, g.score, config) for g in groups}
-        quiet = config.quiet_below > 0 and all(
-            relevance(signals, g.session_key, g.score, config) < config.quiet_below for g in groups)
+        others = runner_up(scores)
+        why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
+        quiet = config.quiet_below > 0 and all(why[g.session_key]["relevance"] < config.quiet_below  # type: ignore[operator]
+                                               for g in groups)
         return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config),
                             why=why, quiet=quiet)
 

@@ -32,12 +32,14 @@ class SearchConfig:
     # Experiences scoring below this share of the best one's fused score are left out.
     relevance_floor: float
     # Calibrated relevance (`ranking/relevance.py`): logistic coefficients (intercept, fused
-    # score, nearest cosine, log location mass). When no experience reaches `quiet_below`
-    # the answer stays quiet: at most `quiet_experiences` cards, each cut to
-    # `quiet_card_chars`, no evidence (0 turns this off).
-    relevance_coefficients: tuple[float, float, float, float]
+    # score, its lead over the best other experience, nearest cosine, log location mass).
+    # When no experience reaches `quiet_below` the answer stays quiet (0 turns this off): at
+    # most `quiet_experiences` experiences, the first with `quiet_first_evidence_chars` of
+    # evidence, the others' cards cut to `quiet_card_chars`.
+    relevance_coefficients: tuple[float, float, float, float, float]
     quiet_below: float
     quiet_experiences: int
+    quiet_first_evidence_chars: int
     quiet_card_chars: int
     # How many of the first experiences a reranker (`ranking/rerank.py`), when one is
     # given, reorders.
@@ -77,10 +79,11 @@ DEFAULT_SEARCH = SearchConfig(
     # scored 0.37 of the best; at 0.3 the median answer names 9 experiences instead of 14
     # and no gold experience is cut. 0 keeps all that top_k and the budget allow.
     relevance_floor=0.3,
-    relevance_coefficients=(0.0, 0.0, 0.0, 0.0),
+    relevance_coefficients=(0.0, 0.0, 0.0, 0.0, 0.0),
     quiet_below=0.0,
     quiet_experiences=8,
-    quiet_card_chars=1_500,
+    quiet_first_evidence_chars=6_000,
+    quiet_card_chars=800,
     rerank_depth=20,
     # Enough that a reader whose window holds only the first ~8k tokens gets the best
     # experience whole (replay: the gold share of the first 8k tokens is 0.55 at 60k

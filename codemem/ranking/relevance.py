@@ -83,24 +83,33 @@ def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
     return scores
 
 
-def features(signals: SessionSignals, key: str, fused: float, config: SearchConfig) -> tuple[float, float, float]:
-    """The calibration's inputs for one session: fused score, nearest cosine, log location mass."""
-    return fused, signals.cosine.get(key, 0.0), math.log1p(signals.location_of(key, config))
+def runner_up(scores: Mapping[str, float]) -> dict[str, float]:
+    """For each session, the best fused score among the others (0 when there are none)."""
+    top = sorted(scores.values(), reverse=True)[:2] + [0.0, 0.0]
+    return {key: top[1] if s >= top[0] else top[0] for key, s in scores.items()}
 
 
-def relevance(signals: SessionSignals, key: str, fused: float, config: SearchConfig) -> float:
+def features(signals: SessionSignals, key: str, fused: float, other: float,
+             config: SearchConfig) -> tuple[float, float, float, float]:
+    """The calibration's inputs for one session: fused score, its lead over the best other
+    session (`other`), nearest cosine, log location mass. The lead tells a clear winner from
+    the best of many look-alikes, which the fused score alone (relative to the candidates,
+    so high in any memory) cannot."""
+    return fused, fused - other, signals.cosine.get(key, 0.0), math.log1p(signals.location_of(key, config))
+
+
+def relevance(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> float:
     """Calibrated relevance in (0, 1): a logistic function of `features`."""
-    b0, b_fused, b_cos, b_loc = config.relevance_coefficients
-    f_fused, f_cos, f_loc = features(signals, key, fused, config)
-    z = b0 + b_fused * f_fused + b_cos * f_cos + b_loc * f_loc
+    b0, *b = config.relevance_coefficients
+    z = b0 + sum(w * f for w, f in zip(b, features(signals, key, fused, other, config), strict=True))
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
-def explain(signals: SessionSignals, key: str, fused: float, config: SearchConfig) -> dict[str, object]:
+def explain(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> dict[str, object]:
     """Why an experience was returned: its relevance and each signal (ranks 1 = best)."""
     location_rank = signals.location_ranks(config).get(key)
     return {
-        "relevance": round(relevance(signals, key, fused, config), 4),
+        "relevance": round(relevance(signals, key, fused, other, config), 4),
         "fused": round(fused, 4),
         "signals": {
             **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},

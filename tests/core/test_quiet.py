@@ -21,9 +21,9 @@ CHORES = [
     "Bump the copyright year in the LICENSE file",
 ]
 QUERY = "bulk_create TypeError with ignore_conflicts in _batched_insert"
-# The calibration reads (intercept, fused, cosine, log location mass); these make a strong
-# match clear 0.5 and a weak one fall below it.
-SURE = DEFAULT_SEARCH.replace(relevance_coefficients=(-3.0, 2.0, 4.0, 1.0), quiet_below=0.5)
+# The calibration reads (intercept, fused, lead, cosine, log location mass); these make a
+# strong match clear 0.5 and a weak one fall below it.
+SURE = DEFAULT_SEARCH.replace(relevance_coefficients=(-3.0, 2.0, 0.0, 4.0, 1.0), quiet_below=0.5)
 
 
 def _fill(memory: Memory) -> None:
@@ -59,18 +59,22 @@ def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) ->
 
 def test_a_quiet_answer_drops_the_evidence_and_cuts_the_cards(memory: Memory) -> None:
     _fill(memory)
-    unsure = SURE.replace(relevance_coefficients=(-50.0, 0.0, 0.0, 0.0), quiet_card_chars=200)
+    unsure = SURE.replace(relevance_coefficients=(-50.0, 0.0, 0.0, 0.0, 0.0), quiet_card_chars=200,
+                          quiet_first_evidence_chars=1_000)
     loud = _search(memory, QUERY, unsure.replace(quiet_below=0.0))
     quiet = _search(memory, QUERY, unsure)
     assert quiet[0].session_id == loud[0].session_id == "fix"
-    assert loud[0].metadata["evidence"] and "evidence" not in quiet[0].metadata
-    assert all(h.metadata["kind"] == "card" and len(h.content) <= 200 + 60 for h in quiet)
+    # The first experience keeps a little evidence, the others are short cards, nothing loose.
+    assert loud[0].metadata["evidence"] and quiet[0].metadata["evidence"]
+    assert len(quiet[0].content) < len(loud[0].content)
+    assert all(h.metadata["kind"] == "card" and not h.metadata["evidence"] and len(h.content) <= 200 + 60
+               for h in quiet[1:])
     assert sum(len(h.content) for h in quiet) < sum(len(h.content) for h in loud) / 3
 
 
 def test_quiet_is_off_when_its_threshold_is_zero(memory: Memory) -> None:
     _fill(memory)
-    hits = _search(memory, "kubernetes ingress timeout", SURE.replace(relevance_coefficients=(-50.0, 0, 0, 0),
+    hits = _search(memory, "kubernetes ingress timeout", SURE.replace(relevance_coefficients=(-50.0, 0, 0, 0, 0),
                                                                        quiet_below=0.0))
     assert not any(h.metadata.get("quiet") for h in hits)
 
