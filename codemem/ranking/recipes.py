@@ -81,9 +81,11 @@ DEFAULT_SEARCH = SearchConfig(
     relevance_floor=0.3,
     relevance_coefficients=(0.0, 0.0, 0.0, 0.0, 0.0),
     quiet_below=0.0,
-    quiet_experiences=8,
-    quiet_first_evidence_chars=6_000,
-    quiet_card_chars=800,
+    # A quiet answer names as many experiences as a loud one can hold (a reader still finds
+    # what was there), but as short cards: ~100 tokens each, ~1k of evidence for the first.
+    quiet_experiences=16,
+    quiet_first_evidence_chars=4_000,
+    quiet_card_chars=400,
     rerank_depth=20,
     # Enough that a reader whose window holds only the first ~8k tokens gets the best
     # experience whole (replay: the gold share of the first 8k tokens is 0.55 at 60k
