@@ -49,12 +49,13 @@ class Shape:
     quiet_experiences: int = DEFAULT_SEARCH.quiet_experiences  # experiences in a quiet answer
     quiet_first_evidence_chars: int = DEFAULT_SEARCH.quiet_first_evidence_chars  # ... under its first card
     quiet_card_chars: int = DEFAULT_SEARCH.quiet_card_chars  # ... its other cards cut to this
+    quiet_budget_tokens: int = DEFAULT_SEARCH.quiet_budget_tokens  # ... all within this
 
     @classmethod
     def of(cls, config: SearchConfig, budget_tokens: int, max_item_chars: int) -> Shape:
         return cls(budget_tokens, max_item_chars, config.first_evidence_chars, config.evidence_chars,
                    config.first_evidence_items, config.evidence_items, config.quiet_experiences,
-                   config.quiet_first_evidence_chars, config.quiet_card_chars)
+                   config.quiet_first_evidence_chars, config.quiet_card_chars, config.quiet_budget_tokens)
 
     def groups_to_read(self, top_k: int) -> int:
         """How many experiences can fit the budget (generously: cards are often shorter)."""
@@ -78,13 +79,15 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
 
     A `quiet` answer (no experience relevant enough) is the first `shape.quiet_experiences`
     experiences: the first with `shape.quiet_first_evidence_chars` of evidence, the others'
-    cards cut to `shape.quiet_card_chars`, and nothing else: a reader learns what the memory
-    holds nearby without reading tens of thousands of tokens of it."""
+    cards and evidence cut to `shape.quiet_card_chars` each, then loose evidence within
+    `shape.quiet_budget_tokens`: a reader learns what the memory holds nearby without reading
+    tens of thousands of tokens of it, and a small memory's own notes still come back."""
     why = why or {}
     card_chars = 0
     if quiet:
-        shape = dataclasses.replace(shape, first_evidence_chars=shape.quiet_first_evidence_chars, evidence_chars=0,
-                                    evidence_items=0)
+        budget = min(shape.budget_tokens or shape.quiet_budget_tokens, shape.quiet_budget_tokens)
+        shape = dataclasses.replace(shape, first_evidence_chars=shape.quiet_first_evidence_chars,
+                                    evidence_chars=shape.quiet_card_chars, budget_tokens=budget)
         groups, card_chars = groups[: shape.quiet_experiences], shape.quiet_card_chars
     groups = groups[: shape.groups_to_read(top_k)]
     inlinable = [shape.first_evidence_items if i == 0 else shape.evidence_items for i in range(len(groups))]
@@ -116,7 +119,7 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
                 hits[-1].metadata["quiet"] = True
     built = hits[:top_k]
     hits = within_budget(built, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
-    room = 0 if quiet else top_k - len(hits)
+    room = top_k - len(hits)
     if room > 0 and len(hits) == len(built) and loose:  # the budget has room for more
         if unread := [item_id for item_id in loose[:room] if item_id not in rows]:
             rows.update(_rows_of_user(read(unread), user_id))

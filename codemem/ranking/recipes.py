@@ -35,12 +35,14 @@ class SearchConfig:
     # score, its lead over the best other experience, nearest cosine, log location mass).
     # When no experience reaches `quiet_below` the answer stays quiet (0 turns this off): at
     # most `quiet_experiences` experiences, the first with `quiet_first_evidence_chars` of
-    # evidence, the others' cards cut to `quiet_card_chars`.
+    # evidence, the others' cards and evidence cut to `quiet_card_chars` each, loose evidence
+    # while the answer stays within `quiet_budget_tokens`.
     relevance_coefficients: tuple[float, float, float, float, float]
     quiet_below: float
     quiet_experiences: int
     quiet_first_evidence_chars: int
     quiet_card_chars: int
+    quiet_budget_tokens: int  # and at most this many tokens, loose evidence included
     # How many of the first experiences a reranker (`ranking/rerank.py`), when one is
     # given, reorders.
     rerank_depth: int
@@ -98,6 +100,8 @@ DEFAULT_SEARCH = SearchConfig(
     quiet_experiences=16,
     quiet_first_evidence_chars=4_000,
     quiet_card_chars=400,
+    # Room for a small memory's own messages (notes, images) after the cards.
+    quiet_budget_tokens=6_000,
     rerank_depth=20,
     # Enough that a reader whose window holds only the first ~8k tokens gets the best
     # experience whole (replay: the gold share of the first 8k tokens is 0.55 at 60k
