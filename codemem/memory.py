@@ -201,7 +201,7 @@ class Memory:
         """At most top_k items of this user's memory, best first, searched as `config` says
         (default: this Memory's `search_config`). Each experience's metadata says why it was
         returned (`relevance.explain`); when none is relevant enough the answer is quiet:
-        a few short cards and no evidence."""
+        short cards and little evidence (`answer.build`)."""
         config = config or self.search_config
         validate_search(req, self.settings.max_image_bytes)
         text = req.text

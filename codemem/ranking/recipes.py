@@ -90,18 +90,18 @@ DEFAULT_SEARCH = SearchConfig(
     relevance_floor=0.3,
     # Logistic regression of "is gold" over the first 10 experiences of each noisy-all and
     # absent answer (eval.relevance_cv): intercept, fused, lead, cosine, log location mass.
-    relevance_coefficients=(-5.509, 5.7576, 2.7925, 0.7686, -0.5505),
+    relevance_coefficients=(-5.5195, 5.7739, 2.7838, 0.7698, -0.551),
     # The threshold whose absent answers carry the fewest tokens against noisy-all's (none of
     # the candidates reaches the 30% target on the training tasks; eval.relevance_cv).
     quiet_below=0.6,
     # A quiet answer names as many experiences as a loud one can hold (a reader still finds
-    # what was there), but as short cards: ~100 tokens each, ~1k of evidence for the first
-    # (set by hand, not searched).
+    # what was there), but short: ~75 tokens of card and as much evidence for each, ~1k
+    # tokens of evidence for the first (set by hand, not searched).
     quiet_experiences=16,
     quiet_first_evidence_chars=4_000,
-    quiet_card_chars=400,
-    # Room for a small memory's own messages (notes, images) after the cards.
-    quiet_budget_tokens=6_000,
+    quiet_card_chars=300,
+    # Room for all of that, and for a small memory's own messages (notes, images) after it.
+    quiet_budget_tokens=8_000,
     rerank_depth=20,
     # Enough that a reader whose window holds only the first ~8k tokens gets the best
     # experience whole (replay: the gold share of the first 8k tokens is 0.55 at 60k
