@@ -79,9 +79,10 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
 
     A `quiet` answer (no experience relevant enough) is the first `shape.quiet_experiences`
     experiences: the first with `shape.quiet_first_evidence_chars` of evidence, the others'
-    cards and evidence cut to `shape.quiet_card_chars` each, then loose evidence within
-    `shape.quiet_budget_tokens`: a reader learns what the memory holds nearby without reading
-    tens of thousands of tokens of it, and a small memory's own notes still come back."""
+    cards and evidence cut to `shape.quiet_card_chars` each, then only the evidence that
+    cannot be inlined (images), all within `shape.quiet_budget_tokens`: a reader learns what
+    the memory holds nearby without reading tens of thousands of tokens of it, and a small
+    memory's own notes and images still come back."""
     why = why or {}
     card_chars = 0
     if quiet:
@@ -126,7 +127,7 @@ def build(groups: Sequence[Group], read: Callable[[list[str]], list[Candidate]],
         floor = hits[-1].score if hits else 1.0
         for i, item_id in enumerate(loose[:room]):
             row = rows.get(item_id)
-            if row is None or shown.covers(row):
+            if row is None or shown.covers(row) or (quiet and not row["content"]):
                 continue
             hits.append(_item_hit(row, floor * 0.99 ** (i + 1), shape.max_item_chars))
             if isinstance(hits[-1].content, str):

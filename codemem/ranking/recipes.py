@@ -36,7 +36,7 @@ class SearchConfig:
     # When no experience reaches `quiet_below` the answer stays quiet (0 turns this off): at
     # most `quiet_experiences` experiences, the first with `quiet_first_evidence_chars` of
     # evidence, the others' cards and evidence cut to `quiet_card_chars` each, loose evidence
-    # while the answer stays within `quiet_budget_tokens`.
+    # only where it cannot be inlined (images), all within `quiet_budget_tokens`.
     relevance_coefficients: tuple[float, float, float, float, float]
     quiet_below: float
     quiet_experiences: int
@@ -97,10 +97,10 @@ DEFAULT_SEARCH = SearchConfig(
     # A quiet answer names as many experiences as a loud one can hold (a reader still finds
     # what was there), but short: ~75 tokens of card and as much evidence for each, ~1k
     # tokens of evidence for the first (set by hand, not searched).
-    quiet_experiences=16,
+    quiet_experiences=24,
     quiet_first_evidence_chars=4_000,
     quiet_card_chars=300,
-    # Room for all of that, and for a small memory's own messages (notes, images) after it.
+    # Room for all of that, and for a small memory's images after it.
     quiet_budget_tokens=8_000,
     rerank_depth=20,
     # Enough that a reader whose window holds only the first ~8k tokens gets the best
