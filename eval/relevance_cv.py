@@ -150,11 +150,13 @@ def best_relevance(case: Case, config: SearchConfig) -> float:
                default=0.0)
 
 
-def fit_threshold(memory: Memory, cases: Sequence[Case], config: SearchConfig) -> float:
+def fit_threshold(memory: Memory, cases: Sequence[Case],
+                  config: SearchConfig) -> tuple[float, dict[float, dict[str, float]]]:
     """The quiet threshold with the best noisy-all gold share of the first 8k tokens among
     those whose absent answers total at most ABSENT_SHARE of the noisy-all tokens (the
     lowest such ratio when none does). Each case's answer is either its loud or its quiet
-    version, so both are built once and every threshold is scored exactly."""
+    version, so both are built once and every threshold is scored exactly. Also returns the
+    training figures of every threshold (the trade-off curve)."""
     loud = {(c.task.instance_id, c.condition): answer_score(memory, c, config.replace(quiet_below=0.0)) for c in cases}
     hush = {(c.task.instance_id, c.condition): answer_score(memory, c, config.replace(quiet_below=1.0)) for c in cases}
     best = {(c.task.instance_id, c.condition): best_relevance(c, config) for c in cases}
@@ -166,10 +168,11 @@ def fit_threshold(memory: Memory, cases: Sequence[Case], config: SearchConfig) -
         return share, tokens["absent"] / max(tokens["noisy-all"], 1.0)
 
     scored = {t: outcome(t) for t in THRESHOLDS}
+    curve = {t: {"gold_share_8k": round(g, 3), "absent_over_noisy": round(r, 3)} for t, (g, r) in scored.items()}
     ok = [t for t, (_, ratio) in scored.items() if ratio <= ABSENT_SHARE]
     if ok:
-        return max(ok, key=lambda t: (scored[t][0], -t))
-    return min(scored, key=lambda t: scored[t][1])
+        return max(ok, key=lambda t: (scored[t][0], -t)), curve
+    return min(scored, key=lambda t: scored[t][1]), curve
 
 
 def answer_score(memory: Memory, case: Case, config: SearchConfig) -> QueryScore:
@@ -186,9 +189,11 @@ def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -
     config = config.replace(relevance_floor=fit_floor(noisy, config, gold_keys, memory.shape.groups_to_read(TOP_K)))
     coefficients = fit_logistic(*calibration_rows(cases, config, gold_keys))
     config = config.replace(relevance_coefficients=coefficients)
-    config = config.replace(quiet_below=fit_threshold(memory, cases, config))
+    threshold, curve = fit_threshold(memory, cases, config)
+    config = config.replace(quiet_below=threshold)
     chosen = {name: getattr(config, name) for name in [*GRID, "relevance_floor", "relevance_coefficients", "quiet_below"]}
-    return config, {"chosen": chosen, "train_rank": {"mrr": round(mrr, 3), "hit1": round(hit1, 3)}}
+    return config, {"chosen": chosen, "train_rank": {"mrr": round(mrr, 3), "hit1": round(hit1, 3)},
+                    "threshold_curve": curve}
 
 
 def score_end_to_end(memory: Memory, tasks: Sequence[Task], config: SearchConfig) -> dict[str, dict[str, object]]:
