@@ -10,8 +10,9 @@ listed as its own item, as stored.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -46,11 +47,16 @@ class Shape:
     evidence_chars: int = DEFAULT_SEARCH.evidence_chars  # ... and under each of the others
     first_evidence_items: int = DEFAULT_SEARCH.first_evidence_items  # items read for the best
     evidence_items: int = DEFAULT_SEARCH.evidence_items  # ... and for each of the others
+    quiet_experiences: int = DEFAULT_SEARCH.quiet_experiences  # experiences in a quiet answer
+    quiet_first_evidence_chars: int = DEFAULT_SEARCH.quiet_first_evidence_chars  # ... under its first card
+    quiet_card_chars: int = DEFAULT_SEARCH.quiet_card_chars  # ... its other cards cut to this
+    quiet_budget_tokens: int = DEFAULT_SEARCH.quiet_budget_tokens  # ... all within this
 
     @classmethod
     def of(cls, config: SearchConfig, budget_tokens: int, max_item_chars: int) -> Shape:
         return cls(budget_tokens, max_item_chars, config.first_evidence_chars, config.evidence_chars,
-                   config.first_evidence_items, config.evidence_items)
+                   config.first_evidence_items, config.evidence_items, config.quiet_experiences,
+                   config.quiet_first_evidence_chars, config.quiet_card_chars, config.quiet_budget_tokens)
 
     def groups_to_read(self, top_k: int) -> int:
         """How many experiences can fit the budget (generously: cards are often shorter)."""
@@ -63,12 +69,28 @@ class Shape:
 
 
 def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Candidate]], user_id: str,
-          top_k: int, shape: Shape) -> list[Hit]:
-    """Hits for `groups` (best first): `read` fetches whole rows by id.
+          top_k: int, shape: Shape, why: Mapping[str, dict[str, object]] | None = None,
+          quiet: bool = False) -> list[Hit]:
+    """Hits for `groups` (best first): `read` fetches whole rows by id; `why[session_key]`
+    goes into each experience item's metadata.
 
     One read fetches the cards, the evidence to inline and the next `top_k` evidence items
     (what an answer with room left appends): each read costs ~10 ms however few rows it
-    returns, and a second one is made only for loose evidence beyond those."""
+    returns, and a second one is made only for loose evidence beyond those.
+
+    A `quiet` answer (no experience relevant enough) is the first `shape.quiet_experiences`
+    experiences: the first with `shape.quiet_first_evidence_chars` of evidence, the others'
+    cards and evidence cut to `shape.quiet_card_chars` each, then only the evidence that
+    cannot be inlined (images), all within `shape.quiet_budget_tokens`: a reader learns what
+    the memory holds nearby without reading tens of thousands of tokens of it, and a small
+    memory's own notes and images still come back."""
+    why = why or {}
+    card_chars = 0
+    if quiet:
+        budget = min(shape.budget_tokens or shape.quiet_budget_tokens, shape.quiet_budget_tokens)
+        shape = dataclasses.replace(shape, first_evidence_chars=shape.quiet_first_evidence_chars,
+                                    evidence_chars=shape.quiet_card_chars, budget_tokens=budget)
+        groups, card_chars = groups[: shape.quiet_experiences], shape.quiet_card_chars
     groups = groups[: shape.groups_to_read(top_k)]
     inlinable = [shape.first_evidence_items if i == 0 else shape.evidence_items for i in range(len(groups))]
     wanted = [g.card.id for g in groups] + [e.id for g, n in zip(groups, inlinable, strict=True) for e in g.evidence[:n]]
@@ -94,7 +116,9 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
             allot -= len(text)
             inline.append((row, text))
         if card is not None:
-            hits.append(_experience_hit(card, inline, g.score))
+            hits.append(_experience_hit(card, inline, g.score, why.get(g.session_key, {}), card_chars if hits else 0))
+            if quiet:
+                hits[-1].metadata["quiet"] = True
     built = hits[:top_k]
     hits = within_budget(built, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     room = top_k - len(hits)
@@ -104,7 +128,7 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
         floor = hits[-1].score if hits else 1.0
         for i, item_id in enumerate(loose[:room]):
             row = rows.get(item_id)
-            if row is None or shown.covers(row):
+            if row is None or shown.covers(row) or (quiet and not row["content"]):
                 continue
             hits.append(_item_hit(row, floor * 0.99 ** (i + 1), shape.max_item_chars))
             if isinstance(hits[-1].content, str):
@@ -146,14 +170,17 @@ def _rows_of_user(rows: list[Candidate], user_id: str) -> dict[str, Row]:
     return {c.id: c.fields for c in rows if c.fields["user_id"] == user_id}
 
 
-def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float) -> Hit:
-    parts = [str(card["text"])]
+def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float, why: Mapping[str, object],
+                    card_chars: int = 0) -> Hit:
+    """The card (cut to `card_chars`, 0: whole) with its inlined evidence."""
+    parts = [clip_middle(str(card["text"]), card_chars)[0]]
     if evidence:
         parts.append("Evidence from this session:")
         parts.extend(f"[{_label(row)}]\n{text}" for row, text in evidence)
     hit = _item_hit(card, score, 0)
     hit.content = "\n\n".join(parts)
     hit.metadata["evidence"] = [str(row["id"]) for row, _ in evidence]
+    hit.metadata.update(why)
     return hit
 
 

@@ -20,10 +20,14 @@ from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
-from codemem.ranking.assemble import group_by_session, session_scores
+from codemem.ranking.assemble import FoundExperience, group_by_session
+from codemem.ranking.locations import LocationIndexes, ticket_refs
 from codemem.ranking.query import parse_query
 from codemem.ranking.recipes import SearchConfig
+from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up
+from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
+from codemem.ranking.types import Candidate
 from codemem.refresher import SessionRefresher
 from codemem.store.lance import Store
 from codemem.store.maintenance import Bounds, Compactor
@@ -40,10 +44,13 @@ MAX_CANDIDATES = 10_000
 
 class Memory:
     def __init__(self, settings: Settings, embedder: Embedder | None = None,
-                 search: SearchConfig | None = None) -> None:
-        """`search`: how to search (default: the settings' `search_config()`)."""
+                 search: SearchConfig | None = None, reranker: Reranker | None = None) -> None:
+        """`search`: how to search (default: the settings' `search_config()`); `reranker`:
+        a relevance model that reorders the first experiences (none by default)."""
         self.settings = settings
         self.search_config = search or settings.search_config()
+        self.reranker = reranker
+        self._locations = LocationIndexes()
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
         self.compactor = Compactor(
@@ -235,26 +242,49 @@ class Memory:
 
     def search(self, req: SearchRequest, config: SearchConfig | None = None) -> list[Hit]:
         """At most top_k items of this user's memory, best first, searched as `config` says
-        (default: this Memory's `search_config`)."""
+        (default: this Memory's `search_config`). Each experience's metadata says why it was
+        returned (`relevance.explain`); when none is relevant enough the answer is quiet:
+        short cards and little evidence (`answer.build`)."""
         config = config or self.search_config
         validate_search(req, self.settings.max_image_bytes)
         text = req.text
         if not text.strip():
             return []
-        user_key = key_of(req.user_id)
-        limit = min(max(req.top_k, config.candidates), MAX_CANDIDATES)
+        signals, items = self.signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES))
+        scores = fuse(signals, config)
+        groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
+        if self.reranker is not None and config.rerank_depth > 0:
+            groups = self._rerank(text, groups[: config.rerank_depth]) + groups[config.rerank_depth:]
+        others = runner_up(scores)
+        why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
+        quiet = config.quiet_below > 0 and all(why[g.session_key]["relevance"] < config.quiet_below  # type: ignore[operator]
+                                               for g in groups)
+        return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config),
+                            why=why, quiet=quiet)
+
+    def signals(self, user_id: str, text: str, config: SearchConfig, limit: int) -> tuple[SessionSignals, list[Candidate]]:
+        """What each retriever and the code-location index say about this user's sessions
+        for `text`, and every item found, fused (`rrf`) to order each session's evidence."""
+        user_key = key_of(user_id)
         query = parse_query(text)
+        refs = list(dict.fromkeys([*query.refs, *ticket_refs(text)]))
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
-        by_refs = self._pool.submit(self.store.fts, " ".join(query.refs), user_key, limit, "refs")
+        by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
+        index = self._pool.submit(self._locations.get, user_key, self.store.version(),
+                                  lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
-        dense = self.store.nearest(vector, user_key, limit)
-        lists = [(config.lexical_weight, lexical.result()), (config.dense_weight, dense),
-                 (config.refs_weight, by_refs.result())]
-        items = rrf([found for _, found in lists], config.item_rrf_k)  # orders each session's evidence
-        scores = session_scores(lists, config.session_rrf_k)
-        groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
-        return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config))
+        found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
+                 "refs": by_refs.result()}
+        items = rrf(list(found.values()), config.item_rrf_k)  # orders each session's evidence
+        return SessionSignals.of(found, index.result().scores(refs)), items
+
+    def _rerank(self, text: str, groups: list[FoundExperience]) -> list[FoundExperience]:
+        """`groups` reordered by the reranker, which reads the task and each card."""
+        assert self.reranker is not None
+        cards = {c.id: str(c.fields.get("text", "")) for c in self.store.by_ids([g.card.id for g in groups])}
+        scores = self.reranker(text, [RerankCandidate(g.session_key, cards.get(g.card.id, ""), g.score) for g in groups])
+        return reorder(groups, scores)
 
     def experience(self, user_id: str, ref: str) -> list[Hit]:
         """One whole experience of this user: its card, then its evidence in session order

@@ -1,5 +1,5 @@
-"""Rank experiences, not items: fuse the retrievers per session, then group each
-session's matching items under its card.
+"""Rank experiences, not items: the retrievers are fused per session (`relevance.fuse`),
+then each session's matching items are grouped under its card.
 
 A long session has hundreds of messages that each match a few query words, so fusing at
 item level and summing a session's items rewards length. Each retriever instead ranks
@@ -24,20 +24,6 @@ class FoundExperience:
     score: float
     card: Candidate
     evidence: list[Candidate] = field(default_factory=list)
-
-
-def session_scores(lists: Sequence[tuple[float, Sequence[Candidate]]], k: int) -> dict[str, float]:
-    """Weighted RRF over each (weight, best-first items) list's ranking of sessions."""
-    scores: dict[str, float] = {}
-    for weight, items in lists:
-        seen: set[str] = set()
-        for item in items:
-            key = str(item.fields["session_key"])
-            if key in seen:
-                continue
-            seen.add(key)
-            scores[key] = scores.get(key, 0.0) + weight / (k + len(seen))
-    return scores
 
 
 def group_by_session(

@@ -69,7 +69,9 @@ def test_search_lists_the_card_first_with_its_evidence(memory: Memory, transcrip
     memory.add(AddRequest("other", "dev", "other-session", [
         __import__("codemem.models", fromlist=["Message"]).Message("user", "Please update the sympy printing docs"),
     ]))
-    hits = memory.search(SearchRequest(user_id="dev", query="ASGIStaticFilesHandler is missing get_response_async", top_k=10))
+    # No floor: the layout of an answer with a second, weakly related experience.
+    hits = memory.search(SearchRequest(user_id="dev", query="ASGIStaticFilesHandler is missing get_response_async", top_k=10),
+                         memory.search_config.replace(relevance_floor=0.0))
     assert hits[0].metadata["kind"] == "card"
     assert hits[0].session_id == transcript.session_id
     # One item per experience: the card with its strongest evidence inlined.

@@ -1,0 +1,118 @@
+"""Code-location evidence: which experiences worked on the code a task points at.
+
+Bug localisation ranks source files by how well a bug report's words match them
+(BugLocator, Zhou et al., ICSE 2012); here the "files" are past experiences, and what a
+task names (paths, symbols, exception and test names, exact identifiers) is matched with
+what each experience edited or mentioned. Each matched key counts its inverse document
+frequency over the user's experiences, so a path every session touched says little and a
+rare helper name says much; a key the experience edited counts fully, a key it only
+mentions (its task, its errors, files it read) counts `mention_weight` of that.
+
+Issue and PR references (`#1234`, a ticket or pull-request URL, a commit SHA) are matched
+separately with the experiences whose items mention them (`ticket_refs`): the same ticket
+is the surest link between two tasks there is.
+
+The index is built from the user's card rows (their `refs` column and the edited files and
+symbols in their metadata) and cached per user and store version: one read of the cards,
+then every Search is a few set lookups.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import parsers
+
+# Ticket, issue and pull-request URLs of the common trackers, and bare "#1234" references.
+_TICKET_URL = re.compile(r"/(?:ticket|issues|pull|pulls|merge_requests)/(\d{1,9})\b")
+_ISSUE = re.compile(r"(?<![\w&])#(\d{1,9})\b")
+_SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
+
+
+def ticket_refs(text: str) -> list[str]:
+    """The issue, PR and commit references of `text`, as the references index keys them
+    (`#1234`, a lowercase SHA), first-seen order."""
+    refs = [f"#{n}" for n in _ISSUE.findall(text)] + [f"#{n}" for n in _TICKET_URL.findall(text)]
+    refs += [s for s in _SHA.findall(text.lower()) if re.search(r"\d", s) and re.search(r"[a-f]", s)]
+    return list(dict.fromkeys(refs))
+
+
+@dataclass(frozen=True)
+class ExperienceCode:
+    """What one experience's card says about code: keys it edited, and every key it holds."""
+
+    edited: frozenset[str]
+    mentioned: frozenset[str]
+
+
+@dataclass
+class LocationIndex:
+    """The code keys of one user's experiences, with their document frequencies."""
+
+    experiences: dict[str, ExperienceCode] = field(default_factory=dict)  # session_key -> keys
+    df: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of_cards(cls, cards: Iterable[Mapping[str, Any]]) -> LocationIndex:
+        """From card rows with `session_key`, `refs` (space-separated keys) and `metadata`
+        (JSON with `edited_files` and `edited_symbols`)."""
+        index = cls()
+        for card in cards:
+            meta = json.loads(str(card.get("metadata") or "{}"))
+            edited = parsers.CodeRefs(files=list(meta.get("edited_files") or []),
+                                      symbols=list(meta.get("edited_symbols") or [])).terms()
+            keys = frozenset(str(card.get("refs") or "").split()) | frozenset(edited)
+            index.experiences[str(card["session_key"])] = ExperienceCode(frozenset(edited), keys)
+            for key in keys:
+                index.df[key] = index.df.get(key, 0) + 1
+        return index
+
+    def idf(self, key: str) -> float:
+        df = self.df.get(key, 0)
+        return math.log(1 + len(self.experiences) / df) if df else 0.0
+
+    def scores(self, query_keys: Iterable[str]) -> dict[str, tuple[float, float]]:
+        """Per experience that matches any of `query_keys`: the idf mass of the keys it
+        edited, and of those it only mentions."""
+        weights = {k: w for k in dict.fromkeys(query_keys) if (w := self.idf(k)) > 0}
+        out: dict[str, tuple[float, float]] = {}
+        for session_key, code in self.experiences.items():
+            matched = code.mentioned.intersection(weights)
+            if not matched:
+                continue
+            edited = sum(weights[k] for k in matched if k in code.edited)
+            out[session_key] = (edited, sum(weights[k] for k in matched) - edited)
+        return out
+
+
+def location_score(edited: float, mentioned: float, mention_weight: float) -> float:
+    """One number per experience: edited keys count fully, mentioned ones `mention_weight`."""
+    return edited + mention_weight * mentioned
+
+
+class LocationIndexes:
+    """Each user's `LocationIndex`, rebuilt when the store has changed since it was built."""
+
+    def __init__(self, max_users: int = 64) -> None:
+        self._lock = threading.Lock()
+        self._built: dict[str, tuple[int, LocationIndex]] = {}
+        self._max_users = max_users
+
+    def get(self, user_key: str, version: int, read_cards: Any) -> LocationIndex:
+        """The index of `user_key` at store `version`; `read_cards()` returns its card rows."""
+        with self._lock:
+            held = self._built.get(user_key)
+        if held is not None and held[0] == version:
+            return held[1]
+        index = LocationIndex.of_cards(read_cards())
+        with self._lock:
+            if len(self._built) >= self._max_users and user_key not in self._built:
+                self._built.pop(next(iter(self._built)))
+            self._built[user_key] = (version, index)
+        return index

@@ -1,0 +1,120 @@
+"""Which experiences a task is about, and how sure we are: signals, fusion, calibration.
+
+Each retriever ranks sessions by their best item (a long session must not win by having
+many weak matches); code-location evidence (`locations`) ranks them by the idf mass of
+the code they share with the task. Weighted reciprocal-rank fusion of those rankings
+orders the experiences.
+
+The fused score says which experience comes first, not whether any is related: it is
+relative to the other candidates, so a memory with nothing related still has a "best"
+experience. The relevance of an experience is therefore a logistic function of absolute
+evidence (its fused score, the cosine of its nearest item to the task, its code-location
+mass): a probability-like number comparable across queries, which decides whether an
+answer carries evidence or stays quiet (`SearchConfig.quiet_below`). Its few coefficients
+are fitted by cross-validation across repositories (`eval/relevance_cv.py`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from codemem.ranking.locations import location_score
+from codemem.ranking.recipes import SearchConfig
+from codemem.ranking.types import Candidate
+
+RETRIEVERS = ("lexical", "dense", "refs")
+
+
+def session_ranks(items: Sequence[Candidate]) -> dict[str, int]:
+    """Each session's rank (1 = best) by its best item in a best-first list."""
+    ranks: dict[str, int] = {}
+    for item in items:
+        ranks.setdefault(str(item.fields["session_key"]), len(ranks) + 1)
+    return ranks
+
+
+@dataclass
+class SessionSignals:
+    """What the retrievers and the location index say about each candidate session."""
+
+    ranks: dict[str, dict[str, int]]  # retriever name -> session key -> rank
+    cosine: dict[str, float]  # session key -> cosine of its nearest item to the query
+    location: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (edited, mentioned) idf mass
+
+    @classmethod
+    def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]]) -> SessionSignals:
+        """From each retriever's best-first items (`found["dense"]` scores are cosines)."""
+        cosine: dict[str, float] = {}
+        for item in found.get("dense", ()):
+            cosine.setdefault(str(item.fields["session_key"]), item.score)
+        return cls({name: session_ranks(items) for name, items in found.items()}, cosine, location)
+
+    def location_ranks(self, config: SearchConfig) -> dict[str, int]:
+        scored = {k: location_score(e, m, config.location_mention_weight) for k, (e, m) in self.location.items()}
+        order = sorted((k for k, s in scored.items() if s > 0), key=lambda k: -scored[k])
+        return {k: i for i, k in enumerate(order, 1)}
+
+    def location_of(self, key: str, config: SearchConfig) -> float:
+        edited, mentioned = self.location.get(key, (0.0, 0.0))
+        return location_score(edited, mentioned, config.location_mention_weight)
+
+
+def weights_of(config: SearchConfig) -> dict[str, float]:
+    return {"lexical": config.lexical_weight, "dense": config.dense_weight, "refs": config.refs_weight,
+            "location": config.location_weight}
+
+
+def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
+    """Weighted RRF of the session rankings, scaled so that first place in every ranking
+    scores 1."""
+    k = config.session_rrf_k
+    weights = weights_of(config)
+    ranks = {**signals.ranks, "location": signals.location_ranks(config)}
+    top = sum(w for name, w in weights.items() if name in ranks) / (k + 1) or 1.0
+    scores: dict[str, float] = {}
+    for name, by_session in ranks.items():
+        w = weights.get(name, 0.0)
+        if not w:
+            continue
+        for key, rank in by_session.items():
+            scores[key] = scores.get(key, 0.0) + w / (k + rank) / top
+    return scores
+
+
+def runner_up(scores: Mapping[str, float]) -> dict[str, float]:
+    """For each session, the best fused score among the others (0 when there are none)."""
+    top = sorted(scores.values(), reverse=True)[:2] + [0.0, 0.0]
+    return {key: top[1] if s >= top[0] else top[0] for key, s in scores.items()}
+
+
+def features(signals: SessionSignals, key: str, fused: float, other: float,
+             config: SearchConfig) -> tuple[float, float, float, float]:
+    """The calibration's inputs for one session: fused score, its lead over the best other
+    session (`other`), nearest cosine, log location mass. The lead tells a clear winner from
+    the best of many look-alikes, which the fused score alone (relative to the candidates,
+    so high in any memory) cannot."""
+    return fused, fused - other, signals.cosine.get(key, 0.0), math.log1p(signals.location_of(key, config))
+
+
+def relevance(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> float:
+    """Calibrated relevance in (0, 1): a logistic function of `features`."""
+    b0, *b = config.relevance_coefficients
+    z = b0 + sum(w * f for w, f in zip(b, features(signals, key, fused, other, config), strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def explain(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> dict[str, object]:
+    """Why an experience was returned: its relevance and each signal (ranks 1 = best)."""
+    location_rank = signals.location_ranks(config).get(key)
+    return {
+        "relevance": round(relevance(signals, key, fused, other, config), 4),
+        "fused": round(fused, 4),
+        "signals": {
+            **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},
+            "cosine": round(signals.cosine[key], 4) if key in signals.cosine else None,
+            "location": round(signals.location_of(key, config), 3),
+            "location_rank": location_rank,
+        },
+    }

@@ -1,0 +1,98 @@
+"""Answers that stay quiet when nothing relevant is in memory, and say why each
+experience was returned."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codemem.memory import Memory
+from codemem.models import AddRequest, Message, SearchRequest
+from codemem.ranking.recipes import DEFAULT_SEARCH
+from codemem.ranking.rerank import RerankCandidate, reorder
+
+FIX = [
+    "QuerySet.bulk_create() crashes with a TypeError when ignore_conflicts=True on PostgreSQL",
+    "I traced it to django/db/models/query.py: _batched_insert passes on_conflict to the backend. " + "x " * 3000,
+    "Fixed bulk_create in django/db/models/query.py; tests in tests/bulk_create pass",
+]
+CHORES = [
+    "Update the colour of the login button in the admin stylesheet",
+    "Translate the French locale strings for the date picker",
+    "Bump the copyright year in the LICENSE file",
+]
+QUERY = "bulk_create TypeError with ignore_conflicts in _batched_insert"
+# The calibration reads (intercept, fused, lead, cosine, log location mass); these make a
+# strong match clear 0.5 and a weak one fall below it.
+SURE = DEFAULT_SEARCH.replace(relevance_coefficients=(-3.0, 2.0, 0.0, 4.0, 1.0), quiet_below=0.5)
+
+
+def _fill(memory: Memory) -> None:
+    memory.add(AddRequest("fix", "dev", "fix", [Message("user" if i == 0 else "assistant", t) for i, t in enumerate(FIX)]))
+    for i, text in enumerate(CHORES):
+        memory.add(AddRequest(f"c{i}", "dev", f"chore-{i}", [Message("user", text)]))
+
+
+def _search(memory: Memory, query: str, config=SURE) -> list:  # type: ignore[no-untyped-def]
+    return memory.search(SearchRequest(user_id="dev", query=query, top_k=50), config)
+
+
+def test_each_experience_says_why_it_was_returned(memory: Memory) -> None:
+    _fill(memory)
+    hits = _search(memory, QUERY)
+    card = hits[0]
+    assert card.session_id == "fix" and card.metadata["kind"] == "card"
+    assert 0.5 <= card.metadata["relevance"] < 1
+    signals = card.metadata["signals"]
+    assert signals["lexical_rank"] == 1 and signals["location"] > 0 and signals["cosine"] > 0.3
+    assert "quiet" not in card.metadata
+    assert card.metadata["evidence"]  # a sure answer carries the experience's evidence
+
+
+def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) -> None:
+    _fill(memory)
+    quiet = _search(memory, "How do I configure the kubernetes ingress timeout for websockets?")
+    assert quiet, "a quiet answer still lists what the memory holds nearby"
+    assert all(h.metadata["kind"] == "card" and h.metadata["quiet"] for h in quiet)
+    assert all(h.metadata["relevance"] < 0.5 for h in quiet)
+    assert len(quiet) <= SURE.quiet_experiences
+
+
+def test_a_quiet_answer_drops_the_evidence_and_cuts_the_cards(memory: Memory) -> None:
+    _fill(memory)
+    unsure = SURE.replace(relevance_coefficients=(-50.0, 0.0, 0.0, 0.0, 0.0), quiet_card_chars=200,
+                          quiet_first_evidence_chars=1_000)
+    loud = _search(memory, QUERY, unsure.replace(quiet_below=0.0))
+    quiet = _search(memory, QUERY, unsure)
+    assert quiet[0].session_id == loud[0].session_id == "fix"
+    # The first experience keeps a little evidence, the others are short cards, nothing loose.
+    assert loud[0].metadata["evidence"] and quiet[0].metadata["evidence"]
+    assert len(quiet[0].content) < len(loud[0].content)
+    assert all(h.metadata["kind"] == "card" and len(h.content) <= 2 * (200 + 60) + 100 for h in quiet[1:])
+    assert sum(len(h.content) for h in quiet) < sum(len(h.content) for h in loud) / 3
+
+
+def test_quiet_is_off_when_its_threshold_is_zero(memory: Memory) -> None:
+    _fill(memory)
+    hits = _search(memory, "kubernetes ingress timeout", SURE.replace(relevance_coefficients=(-50.0, 0, 0, 0, 0),
+                                                                       quiet_below=0.0))
+    assert not any(h.metadata.get("quiet") for h in hits)
+
+
+def test_a_reranker_reorders_the_first_experiences(memory: Memory) -> None:
+    _fill(memory)
+    seen: list[Sequence[RerankCandidate]] = []
+
+    def last_first(query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
+        seen.append(candidates)
+        return [float(i) for i in range(len(candidates))]
+
+    plain = [h.session_id for h in _search(memory, QUERY, SURE.replace(relevance_floor=0.0)) if h.metadata["kind"] == "card"]
+    memory.reranker = last_first
+    reranked = [h.session_id for h in _search(memory, QUERY, SURE.replace(relevance_floor=0.0, rerank_depth=2))
+                if h.metadata["kind"] == "card"]
+    assert reranked[:2] == plain[:2][::-1] and reranked[2:] == plain[2:]
+    assert seen and "bulk_create" in seen[0][0].card
+
+
+def test_reorder_keeps_the_tail() -> None:
+    assert reorder(["a", "b", "c", "d"], [0.1, 0.9]) == ["b", "a", "c", "d"]
