@@ -29,6 +29,9 @@ from pathlib import Path
 
 import bm25s
 
+import parsers
+from parsers.types import unique
+
 # The evaluation's and the dev split's repositories: never a source of training data.
 EXCLUDED = {
     "django", "sympy", "scikit-learn", "matplotlib", "pytest", "sphinx", "astropy", "pylint",
@@ -52,8 +55,6 @@ _SCRUB = [
     re.compile(r"\(\s*[,;]?\s*\)"),
 ]
 _MAX_SHARED = 4
-_DEF = re.compile(r"^[+-]\s*(?:async\s+)?(?:def|class)\s+(\w+)")
-_HUNK = re.compile(r"^@@[^@]*@@\s*(?:async\s+)?(?:def|class)?\s*(\w+)?")
 
 
 @dataclass
@@ -87,23 +88,11 @@ def read_history(repo: Path, limit: int) -> list[Change]:
     for chunk in out.split(_COMMIT)[1:]:
         sha, at, subject, body, patch = chunk.split("\x00", 4)
         c = Change(sha, int(at), subject.strip(), body.strip())
-        symbols: dict[str, None] = {}
-        code = False
-        for line in patch.splitlines():
-            if line.startswith("+++ b/"):
-                c.files.append(line[6:])
-                code = line.endswith((".py", ".pyi", ".pyx", ".c", ".h"))
-            elif not code:
-                pass
-            elif line.startswith("@@"):
-                m = _HUNK.match(line)
-                if m and m.group(1):
-                    symbols[m.group(1)] = None
-            elif m := _DEF.match(line):
-                symbols[m.group(1)] = None
-            if len(c.diff) < 40 and not line.startswith(("diff --git", "index ", "new file", "deleted file")):
-                c.diff.append(line[:160])
-        c.symbols = list(symbols)[:30]
+        files = parsers.parse_diff(patch)  # codemem's own diff reader: files and enclosing symbols
+        c.files = [f.path for f in files]
+        c.symbols = unique(s for f in files for s in f.symbols)[:30]
+        c.diff = [line[:160] for line in patch.splitlines()
+                  if not line.startswith(("diff --git", "index ", "new file", "deleted file"))][:40]
         changes.append(c)
     return changes[::-1]
 
