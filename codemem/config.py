@@ -65,10 +65,11 @@ class Settings:
     # above what an evaluation platform sends at once (64 Adds, 256 Searches).
     max_inflight_adds: int = 256
     max_inflight_searches: int = 1024
-    # Search: the two knobs of the search configuration (codemem/ranking/recipes.py, where
-    # their values are explained) that a deployment may set; the rest is DEFAULT_SEARCH.
+    # Search: the knobs of the search configuration (codemem/ranking/recipes.py, where their
+    # values are explained) that a deployment may set; the rest is DEFAULT_SEARCH.
     candidates: int = DEFAULT_SEARCH.candidates
     relevance_floor: float = DEFAULT_SEARCH.relevance_floor
+    quiet_below: float = DEFAULT_SEARCH.quiet_below
     # A Search answer is read by a model with a limited window: it stops at this many
     # tokens (~4 characters each; 0 = top_k alone bounds it), and no single item is longer
     # than max_item_chars (its head and tail are kept).
@@ -85,6 +86,8 @@ class Settings:
             raise ValueError(f"{ENV_PREFIX}LOG_FORMAT={self.log_format!r} must be json or text")
         if not 0.0 <= self.relevance_floor <= 1.0:
             raise ValueError(f"relevance_floor must be between 0 and 1, not {self.relevance_floor}")
+        if not 0.0 <= self.quiet_below <= 1.0:
+            raise ValueError(f"quiet_below must be between 0 and 1, not {self.quiet_below}")
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, not {self.workers}")
 
@@ -104,8 +107,10 @@ class Settings:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def search_config(self) -> SearchConfig:
-        """DEFAULT_SEARCH with this deployment's candidate depth and relevance floor."""
-        return DEFAULT_SEARCH.replace(candidates=self.candidates, relevance_floor=self.relevance_floor)
+        """DEFAULT_SEARCH with this deployment's candidate depth, relevance floor and quiet
+        threshold."""
+        return DEFAULT_SEARCH.replace(candidates=self.candidates, relevance_floor=self.relevance_floor,
+                                      quiet_below=self.quiet_below)
 
     def consistency_s(self) -> float:
         return 0.0 if self.workers > 1 or is_object_storage(self.data_dir) else self.read_consistency_s

@@ -27,8 +27,9 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from eval._paths import REPO_ROOT
-from tests.server import free_port
+from eval._paths import REPO_ROOT, RESULTS
+from eval._provenance import finish, header, provenance
+from eval._server import free_port
 
 QUERY = "server returns 500 when the request body is too large"
 TARGET_S = 2.0
@@ -152,13 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repo", type=Path, default=REPO_ROOT, help="the git repository to import (default: this one)")
     p.add_argument("--max-commits", type=int, default=40)
     p.add_argument("--runs", type=int, default=5, help="cold searches of each kind (MCP: runs // 2 + 1)")
-    p.add_argument("--out", type=Path, default=REPO_ROOT / "eval" / "results" / "cli_latency")
+    p.add_argument("--out", default=str(RESULTS / "cli_latency"), help="output prefix: writes PREFIX.json, .md")
     args = p.parse_args(argv)
-    result = run(args.repo.resolve(), args.max_commits, args.runs)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "cli_latency.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = report(result)
-    (args.out / "cli_latency.md").write_text(text)
+    prov = provenance("eval.cli_latency", argv)
+    result = {"provenance": prov, **run(args.repo.resolve(), args.max_commits, args.runs)}
+    result["provenance"] = finish(prov)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
+    text = f"{header(result['provenance'])}\n\n{report(result)}"
+    Path(f"{args.out}.md").write_text(text)
     print(text)
     return 0
 

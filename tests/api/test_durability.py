@@ -12,6 +12,10 @@ from tests.answers import message_texts
 from tests.conftest import add_body
 from tests.server import Server
 
+# Everything stored comes back: durability is read through Search with no relevance floor
+# and no quiet answers (what the ranking leaves out is not what these tests are about).
+READ_ALL = {"CODEMEM_RELEVANCE_FLOOR": "0", "CODEMEM_QUIET_BELOW": "0"}
+
 
 def _search_all(url: str, user_id: str) -> set[str]:
     r = httpx.post(url + "/search", json={"query": "edited file test", "user_id": user_id, "top_k": 100_000}, timeout=60)
@@ -20,7 +24,7 @@ def _search_all(url: str, user_id: str) -> set[str]:
 
 
 def test_restart_keeps_everything_acknowledged(tmp_path: Path) -> None:
-    server = Server(tmp_path / "data").start()
+    server = Server(tmp_path / "data", env=READ_ALL).start()
     try:
         expected = set()
         for i in range(3):
@@ -39,7 +43,7 @@ def test_restart_keeps_everything_acknowledged(tmp_path: Path) -> None:
 def test_a_stop_mid_stream_loses_no_acknowledged_add(tmp_path: Path, how: str) -> None:
     """SIGKILL: a crash. SIGTERM: a graceful stop, whose in-flight Adds finish or are not
     acknowledged. Either way every acknowledged Add is there after a restart, whole."""
-    server = Server(tmp_path / "data").start()
+    server = Server(tmp_path / "data", env=READ_ALL).start()
     acked: set[str] = set()
     stop = threading.Event()
 
