@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     transcripts.add_argument("--chunk", type=int, default=50, help="messages per Add (default 50)")
     transcripts.add_argument("paths", nargs="+", help="JSONL files, directories of them, or .tar.xz archives")
 
-    git = sub.add_parser("ingest-git", help="import a git repository's history, one experience per commit")
+    git = sub.add_parser("ingest-git", help="import a git repository's history, one experience per change (a commit or a merged pull request)")
     git.set_defaults(handler=subcommands.ingest_git)
     _data_dir(git)
     _user_id(git, "the repository's id, repo:<host>/<owner>/<name>")

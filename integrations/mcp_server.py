@@ -184,8 +184,9 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
         user_id: Annotated[str | None, Field(description="whose memory; default: that repository's")] = None,
         max_commits: Annotated[int | None, Field(ge=1, description="only the newest commits")] = None,
     ) -> str:
-        """Import a repository's git history, one experience per commit (message and diff), so
-        later searches find how past changes were made. Commits stored before are skipped."""
+        """Import a repository's git history, one experience per change (a commit, or a merged
+        pull request with its commits: messages and diff), so later searches find how past
+        changes were made. Changes stored before are skipped."""
         from codemem.ingest import ingest_git
 
         repo = str(Path(cwd, path).expanduser().resolve())
