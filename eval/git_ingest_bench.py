@@ -1,4 +1,4 @@
-"""Time the git-history importer: ``iter_commits`` + ``commit_to_experience`` over a whole repo.
+"""Time the git-history importer: ``iter_changes`` (the first-parent walk the importer reads) + ``commit_to_experience`` over a whole repo.
 
 Without ``--repo`` it first writes a synthetic but realistically shaped history (default 5,000
 commits) with one ``git fast-import`` run: Python packages whose functions and methods get
@@ -27,7 +27,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from codemem.gitlog import commit_to_experience, iter_commits  # noqa: E402
+from codemem.gitlog import commit_to_experience, iter_changes  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 
@@ -256,7 +256,7 @@ def bench(repo: str) -> dict[str, object]:
     machine stretches wall time but not CPU time."""
     load_before = os.getloadavg()[0]
     t0, c0, g0 = time.perf_counter(), time.process_time(), _child_cpu()
-    records = list(iter_commits(repo))
+    records = list(iter_changes(repo))
     t_read, c_read, g_read = (time.perf_counter() - t0, time.process_time() - c0, _child_cpu() - g0)
     t1, c1 = time.perf_counter(), time.process_time()
     experiences = [commit_to_experience(rec) for rec in records]
@@ -273,7 +273,7 @@ def bench(repo: str) -> dict[str, object]:
           f"with symbols: {with_symbols / max(n, 1):.0%}  truncated: "
           f"{sum(r.diff_truncated for r in records)}")  # fmt: skip
     rate = n / max(t_read, 1e-9)
-    print(f"iter_commits:         {t_read:7.2f} s wall ({rate:6.0f} commits/s)  "
+    print(f"iter_changes:         {t_read:7.2f} s wall ({rate:6.0f} commits/s)  "
           f"cpu: python {c_read:.2f} s + git {g_read:.2f} s")  # fmt: skip
     rate = n / max(t_parse, 1e-9)
     print(f"commit_to_experience: {t_parse:7.2f} s wall ({rate:6.0f} commits/s)  "
@@ -282,7 +282,7 @@ def bench(repo: str) -> dict[str, object]:
     print(f"peak RSS: {rss_mb:.0f} MB")
     return {"repo": repo, "commits": n, "steps": steps, "with_symbols": with_symbols, "diff_mb": round(diff_mb, 1),
             "truncated": sum(r.diff_truncated for r in records),
-            "iter_commits": {"wall_s": round(t_read, 2), "python_cpu_s": round(c_read, 2), "git_cpu_s": round(g_read, 2)},
+            "iter_changes": {"wall_s": round(t_read, 2), "python_cpu_s": round(c_read, 2), "git_cpu_s": round(g_read, 2)},
             "commit_to_experience": {"wall_s": round(t_parse, 2), "cpu_s": round(c_parse, 2)},
             "total_wall_s": round(total, 2), "peak_rss_mb": round(rss_mb)}
 
