@@ -142,15 +142,10 @@ def iter_commits(
     ``repo_path`` is not a git repository or ``branch`` does not name a commit; an empty
     repository yields nothing. Closing the iterator early stops the underlying git process.
     """
-    repo = _open_repo(repo_path)
-    try:
-        tip = _resolve_tip(repo, branch)
-    except ValueError:
-        repo.close()
-        raise
-    if tip is None or (max_commits is not None and max_commits <= 0):
-        repo.close()
+    opened = _open_at_tip(repo_path, branch, max_commits)
+    if opened is None:
         return iter(())
+    repo, tip = opened
     args = [
         "log", tip,
         f"--format={_FORMAT}",
@@ -182,15 +177,10 @@ def iter_changes(
     Commits whose sha is in ``known`` are not read again (an incremental import): when none
     is new, no diff is computed at all. Errors as ``iter_commits``.
     """
-    repo = _open_repo(repo_path)
-    try:
-        tip = _resolve_tip(repo, branch)
-    except ValueError:
-        repo.close()
-        raise
-    if tip is None or (max_commits is not None and max_commits <= 0):
-        repo.close()
+    opened = _open_at_tip(repo_path, branch, max_commits)
+    if opened is None:
         return iter(())
+    repo, tip = opened
     window = _window(since, max_commits)
     mainline = str(repo.git.rev_list("--first-parent", *window, tip)).split()
     new = [sha for sha in mainline if sha not in known]
@@ -224,14 +214,30 @@ def mainline_shas(
     repo_path: str, since: datetime | None = None, max_commits: int | None = None, branch: str | None = None
 ) -> list[str]:
     """The shas ``iter_changes`` walks (known ones included), newest first."""
-    repo = _open_repo(repo_path)
+    opened = _open_at_tip(repo_path, branch, max_commits)
+    if opened is None:
+        return []
+    repo, tip = opened
     try:
-        tip = _resolve_tip(repo, branch)
-        if tip is None or (max_commits is not None and max_commits <= 0):
-            return []
         return str(repo.git.rev_list("--first-parent", *_window(since, max_commits), tip)).split()
     finally:
         repo.close()
+
+
+def _open_at_tip(repo_path: str, branch: str | None, max_commits: int | None) -> tuple[git.Repo, str] | None:
+    """The open repository and the commit ``branch`` names (default HEAD); None (closed)
+    for an empty repository or ``max_commits`` <= 0. ``ValueError`` (closed) when
+    ``repo_path`` is not a repository or ``branch`` names no commit."""
+    repo = _open_repo(repo_path)
+    try:
+        tip = _resolve_tip(repo, branch)
+    except ValueError:
+        repo.close()
+        raise
+    if tip is None or (max_commits is not None and max_commits <= 0):
+        repo.close()
+        return None
+    return repo, tip
 
 
 def _window(since: datetime | None, max_commits: int | None) -> list[str]:
