@@ -84,10 +84,7 @@ class Settings:
     def __post_init__(self) -> None:
         if self.log_format not in ("json", "text"):
             raise ValueError(f"{ENV_PREFIX}LOG_FORMAT={self.log_format!r} must be json or text")
-        if not 0.0 <= self.relevance_floor <= 1.0:
-            raise ValueError(f"relevance_floor must be between 0 and 1, not {self.relevance_floor}")
-        if not 0.0 <= self.quiet_below <= 1.0:
-            raise ValueError(f"quiet_below must be between 0 and 1, not {self.quiet_below}")
+        self.search_config()  # SearchConfig checks its own ranges
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, not {self.workers}")
 

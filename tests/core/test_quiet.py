@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
+from codemem.config import Settings
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message, SearchRequest
 from codemem.ranking.recipes import DEFAULT_SEARCH
@@ -96,3 +99,10 @@ def test_a_reranker_reorders_the_first_experiences(memory: Memory) -> None:
 
 def test_reorder_keeps_the_tail() -> None:
     assert reorder(["a", "b", "c", "d"], [0.1, 0.9]) == ["b", "a", "c", "d"]
+
+
+def test_a_deployment_cannot_set_a_threshold_outside_zero_to_one() -> None:
+    for name in ("CODEMEM_QUIET_BELOW", "CODEMEM_RELEVANCE_FLOOR"):
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            Settings.from_env({name: "1.5"})
+    assert Settings.from_env({"CODEMEM_QUIET_BELOW": "0"}).search_config().quiet_below == 0.0
