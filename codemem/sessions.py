@@ -18,7 +18,7 @@ import numpy as np
 
 from codemem.embedding import Embedder
 from codemem.experience import build_experience
-from codemem.experience.types import Experience
+from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import ContentPart, Message
 from codemem.store.lance import Store
 from codemem.store.schema import Row, key_of
@@ -152,6 +152,7 @@ class Derived(msgspec.Struct):
     rows: list[Row]
     stale_ids: list[str]  # derived rows stored before that the new build no longer has
     replaces: bool  # the session had derived rows before (the card is updated in place)
+    conversation: bool = False  # a session with no code work (`_conversation_experience`)
 
 
 def experience_rows(
@@ -204,7 +205,8 @@ def experience_rows(
     _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
-    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored))
+    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored),
+                   conversation=bool(experience.metadata.get(CONVERSATION)))
 
 
 def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,
