@@ -152,7 +152,7 @@ class Derived(msgspec.Struct):
     rows: list[Row]
     stale_ids: list[str]  # derived rows stored before that the new build no longer has
     replaces: bool  # the session had derived rows before (the card is updated in place)
-    conversation: bool = False  # a session with no code work (`_conversation_experience`)
+    conversation: bool = False  # a session with no code work (`Experience.metadata[CONVERSATION]`)
 
 
 def experience_rows(

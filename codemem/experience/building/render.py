@@ -80,7 +80,7 @@ def render_card(
     return text[:max_chars]
 
 
-def _day(ms: int) -> str:
+def _minute(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -90,6 +90,6 @@ def render_conversation(task: str, messages: int, first_ms: int | None, last_ms:
     long it is and how it opened. No coding sections: there is nothing to say in them."""
     when = ""
     if first_ms is not None and last_ms is not None:
-        when = _day(first_ms) + (f" to {_day(last_ms)}" if _day(last_ms) != _day(first_ms) else "")
+        when = _minute(first_ms) + (f" to {_minute(last_ms)}" if _minute(last_ms) != _minute(first_ms) else "")
     head = f"## Conversation\n{messages} messages" + (f", {when}" if when else "")
     return f"{head}\n\n## Opening\n{_clip(task, max(max_chars - len(head) - 14, 200))}"[:max_chars]
