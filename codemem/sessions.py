@@ -172,11 +172,16 @@ def experience_rows(
     reference-indexed: embedding every step would be most of an Add's cost. `vectors`
     (fingerprint -> vector) are embeddings a batch computed beforehand."""
     card = experience.card
-    card_meta = {
+    conversation = bool(experience.metadata.get(CONVERSATION))
+    # A conversation's card carries no coding fields: they would only say "none".
+    coding: dict[str, object] = {} if conversation else {
         "edited_files": card.edited_files,
         "edited_symbols": card.edited_symbols,
         "tests_passed": card.tests_passed,
         "errors": card.errors[:10],
+    }
+    card_meta = {
+        **coding,
         "outcome": card.outcome,
         "messages": message_count,
         "steps": len(experience.steps),
@@ -205,8 +210,7 @@ def experience_rows(
     _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
-    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored),
-                   conversation=bool(experience.metadata.get(CONVERSATION)))
+    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored), conversation=conversation)
 
 
 def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,

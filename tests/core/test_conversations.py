@@ -53,6 +53,8 @@ def test_a_question_finds_the_turn_that_answers_it_in_other_words(memory: Memory
     hits = memory.search(SearchRequest(user_id="u", query="What kind of dog does Ana have now?", top_k=20))
     first = hits[0]
     assert first.session_id == "pets" and first.content.startswith("## Conversation\n5 messages, 2023-05-08")
+    assert first.metadata["conversation"] is True
+    assert not {"edited_files", "edited_symbols", "tests_passed", "errors"} & set(first.metadata)
     evidence = first.content.split("Evidence from this session:")[1]
     assert evidence.index("golden retriever") < evidence.index("running shoes")
 
