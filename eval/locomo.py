@@ -44,7 +44,7 @@ from eval._paths import RESULTS, SHARED_DATA
 from eval._provenance import finish, provenance
 from eval._replay_baselines import Bm25Index, Doc, Tokenizer
 from eval._replay_metrics import CHARS_PER_TOKEN, content_text
-from eval._server import post_retrying, running_server
+from eval._server import Server, post_retrying, running_server
 from eval._stats import summary_ms
 
 LOCOMO = SHARED_DATA / "locomo-dev"
@@ -204,7 +204,7 @@ def summarize(scores: Sequence[QuestionScore]) -> dict[str, object]:
 
 # -- systems ----------------------------------------------------------------------------------
 
-def ingest(client: httpx.Client, srv: object, conv: Conversation, user_id: str, run: str) -> dict[str, object]:
+def ingest(client: httpx.Client, srv: Server, conv: Conversation, user_id: str, run: str) -> dict[str, object]:
     latencies: list[float] = []
     errors: list[str] = []
     for n, turns in conv.sessions().items():
@@ -214,19 +214,19 @@ def ingest(client: httpx.Client, srv: object, conv: Conversation, user_id: str, 
                 "session_id": f"locomo:{run}:{conv.name}:session_{n}",
                 "messages": [{"role": t.role, "content": t.content, "timestamp": t.timestamp} for t in chunk],
             }
-            r, dt = post_retrying(client, srv, "/add", body)  # type: ignore[arg-type]
+            r, dt = post_retrying(client, srv, "/add", body)
             latencies.append(dt)
             if r.status_code != 200:
                 errors.append(f"{body['request_id']}: HTTP {r.status_code} {r.text[:200]}")
     return {"adds": len(latencies), "errors": errors, "add_latency_ms": summary_ms(latencies, 1)}
 
 
-def search_codemem(client: httpx.Client, srv: object, conv: Conversation, user_id: str,
+def search_codemem(client: httpx.Client, srv: Server, conv: Conversation, user_id: str,
                    keep: list[dict[str, object]], keep_answers: int) -> list[QuestionScore]:
     turns = {t.dia_id: t for t in conv.turns}
     out: list[QuestionScore] = []
     for q in conv.questions:
-        r, dt = post_retrying(client, srv, "/search", {"query": q.question, "user_id": user_id, "top_k": TOP_K})  # type: ignore[arg-type]
+        r, dt = post_retrying(client, srv, "/search", {"query": q.question, "user_id": user_id, "top_k": TOP_K})
         r.raise_for_status()
         data = r.json()["data"]
         texts = [content_text(item["content"]) for item in data]
