@@ -257,6 +257,8 @@ def test_a_conversation_is_not_forced_into_a_coding_card() -> None:
         assert coding not in text
     assert experience.metadata == {"conversation": True} and experience.steps == []
     assert experience.card.task == CHAT[0].text and not experience.card.edited_files
+    long = build_experience([Message(role="user", content="Ana: " + "la " * 3000)], max_chars=600).card.text
+    assert len(long) <= 600 and long.startswith("## Conversation\n1 message\n\n## Opening\nAna: la la")
 
 
 def test_a_note_that_names_code_or_a_session_that_runs_it_stays_a_coding_card() -> None:
