@@ -60,7 +60,8 @@ def _commit_lines(hit: Hit, card: str, sha: str) -> list[str]:
 def _session_lines(hit: Hit, card: str) -> list[str]:
     meta = hit.metadata
     sections = _sections(card)
-    task = _first_line(sections.get("Task", "")) or _first_line(card)
+    # A coding card opens with its task, a conversation's card with its opening message.
+    task = _first_line(sections.get("Task", "") or sections.get("Opening", "")) or _first_line(card)
     outcome = str(meta.get("outcome") or _first_line(sections.get("Outcome", "")))
     lines = [f"{task}",
              f"session {hit.session_id}  {_when(hit)}  score {hit.score:.3f}"]

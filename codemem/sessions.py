@@ -18,7 +18,7 @@ import numpy as np
 
 from codemem.embedding import Embedder
 from codemem.experience import build_experience
-from codemem.experience.types import Experience
+from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import ContentPart, Message
 from codemem.store.lance import Store
 from codemem.store.schema import Row, key_of
@@ -152,6 +152,7 @@ class Derived(msgspec.Struct):
     rows: list[Row]
     stale_ids: list[str]  # derived rows stored before that the new build no longer has
     replaces: bool  # the session had derived rows before (the card is updated in place)
+    conversation: bool = False  # a session with no code work (`Experience.metadata[CONVERSATION]`)
 
 
 def experience_rows(
@@ -171,11 +172,16 @@ def experience_rows(
     reference-indexed: embedding every step would be most of an Add's cost. `vectors`
     (fingerprint -> vector) are embeddings a batch computed beforehand."""
     card = experience.card
-    card_meta = {
+    conversation = bool(experience.metadata.get(CONVERSATION))
+    # A conversation's card carries no coding fields: they would only say "none".
+    coding: dict[str, object] = {} if conversation else {
         "edited_files": card.edited_files,
         "edited_symbols": card.edited_symbols,
         "tests_passed": card.tests_passed,
         "errors": card.errors[:10],
+    }
+    card_meta = {
+        **coding,
         "outcome": card.outcome,
         "messages": message_count,
         "steps": len(experience.steps),
@@ -204,7 +210,7 @@ def experience_rows(
     _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
-    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored))
+    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored), conversation=conversation)
 
 
 def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,

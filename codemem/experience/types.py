@@ -10,6 +10,9 @@ from typing import Literal
 
 import msgspec
 
+# The metadata key (True) of an experience with no code work: people talking, not coding.
+CONVERSATION = "conversation"
+
 StepKind = Literal["edit", "error", "test_run", "decision", "command"]
 
 

@@ -44,6 +44,15 @@ def test_a_session_leads_with_outcome_root_cause_edits_and_tests() -> None:
     assert "evidence:" in text and "hello" in text
 
 
+def test_a_conversation_leads_with_its_opening_and_no_coding_lines() -> None:
+    card = ("## Conversation\n3 messages, 2023-05-08 13:46 UTC\n\n## Opening\nAna: we adopted a puppy!\n\n"
+            "Evidence from this session:\n[message, user, position 2]\nAna: Max chewed my shoe.")
+    text = format_hit(1, _hit("chat-1", card, outcome="a conversation: no code read, edited or run",
+                              conversation=True, timestamp=1683553560000))
+    assert text.startswith("#1  Ana: we adopted a puppy!\n    session chat-1  2023-05-08 13:46 UTC")
+    assert "edited:" not in text and "tests:" not in text and "Max chewed my shoe." in text
+
+
 def test_without_its_own_time_a_result_says_when_it_was_stored() -> None:
     assert "stored 2026-11-30 18:00 UTC" in format_hit(1, _hit("sess-2", "## Task\nx"))
 

@@ -18,10 +18,12 @@ FIX = [
     "I traced it to django/db/models/query.py: _batched_insert passes on_conflict to the backend. " + "x " * 3000,
     "Fixed bulk_create in django/db/models/query.py; tests in tests/bulk_create pass",
 ]
+# Coding chores: each names its file (a session naming no code and running none is a
+# conversation, which the calibration does not judge: tests/core/test_conversations.py).
 CHORES = [
-    "Update the colour of the login button in the admin stylesheet",
-    "Translate the French locale strings for the date picker",
-    "Bump the copyright year in the LICENSE file",
+    "Update the colour of the login button in admin/css/login.css",
+    "Translate the French locale strings for the date picker in locale/fr/LC_MESSAGES/djangojs.po",
+    "Bump the copyright year in docs/conf.py",
 ]
 QUERY = "bulk_create TypeError with ignore_conflicts in _batched_insert"
 # The calibration reads (intercept, fused, lead, cosine, log location mass); these make a

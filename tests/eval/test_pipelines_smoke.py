@@ -1,7 +1,7 @@
 """The evaluation pipelines end to end on tiny samples, so none of them can rot unseen:
-`eval.replay`, `eval.latency`, `eval.load`, `eval.memoryarena` and `eval.restart`, each run as its own
+`eval.replay`, `eval.latency`, `eval.load`, `eval.memoryarena`, `eval.restart` and `eval.locomo`, each run as its own
 command (`python -m eval.X`, the way eval/README.md gives them) with its own real server,
-writing to a temporary `--out`. The five run at the same time (each loads the model in its
+writing to a temporary `--out`. The six run at the same time (each loads the model in its
 server, so running them side by side keeps both cores busy); together they take about a
 minute on an idle 2-core machine.
 
@@ -29,6 +29,7 @@ from tests.conftest import needs_swe_lite
 from tests.shared_data import SWE_LITE, SWE_LITE_TAR
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "memoryarena"
+LOCOMO_FIXTURE = REPO_ROOT / "tests" / "fixtures" / "locomo"  # synthetic, in LoCoMo's format
 TIMEOUT_S = 420
 
 # name -> (needs the shared data, arguments after `python -m eval.<name>`; {out} is the tmp dir)
@@ -42,6 +43,7 @@ PIPELINES: dict[str, tuple[bool, list[str]]] = {
                     "--crash-clients", "2", "--crash-after", "2", "--sessions", "2", "--data", str(SWE_LITE),
                     "--out", "{out}/load.json"]),
     "memoryarena": (False, ["--data", str(FIXTURE), "--out", "{out}/memoryarena.json"]),
+    "locomo": (False, ["--data", str(LOCOMO_FIXTURE), "--out", "{out}/locomo"]),
     "restart": (True, ["--trajectories", "6", "--tail", "4", "--queries", "3", "--compact-timeout", "90",
                        "--data", str(SWE_LITE), "--out", "{out}/restart"]),
 }
@@ -180,3 +182,16 @@ def test_restart_smoke(runs: dict[str, Run]) -> None:
     assert m["restart"]["store_after"]["unindexed_rows"] == 0 and m["restart"]["store_after"]["compactions"] >= 1
     assert m["restart"]["after"]["n"] == m["compacted"]["n"] == 3 and m["after_vs_compacted_p50"] > 0
     assert "| restart, after the start-up compaction |" in (runs["restart"].out / "restart.md").read_text()
+
+
+def test_locomo_smoke(runs: dict[str, Run]) -> None:
+    run = runs["locomo"]
+    result = run.result()
+    _has_provenance(result, "eval.locomo")
+    assert result["ingest"]["conv-demo"]["errors"] == [] and result["ingest"]["conv-demo"]["sessions"] == 2
+    rows = {(r["system"], r["scope"]): r for r in result["summary"]}
+    assert set(rows) == {(s, c) for s in ("codemem", "bm25-turns") for c in ("all", "conv-demo")}
+    # The whole synthetic conversation fits in 2k tokens: every evidence turn is there.
+    assert rows[("codemem", "all")]["questions"] == 3 and rows[("codemem", "all")]["recall_2k"] == 1.0
+    assert {q["category"] for q in result["questions"]} == {1, 2, 4}  # category 5 left out
+    assert "| bm25-turns | all | 3 |" in (run.out / "locomo.md").read_text()

@@ -239,3 +239,32 @@ def test_removed_and_reverted_files(cleanup: str, edited: list[str]) -> None:
         _result("Bash", ""),
     ]
     assert build_experience(messages).card.edited_files == edited
+
+
+CHAT = [
+    Message(role="user", content="Ana: Guess what, we adopted a golden retriever puppy on Saturday!", timestamp=1683553560000),
+    Message(role="assistant", content="Ben: No way! What's the little one called?", timestamp=1683553561000),
+    Message(role="user", content="Ana: Max. He already chewed one of my running shoes.", timestamp=1683553562000),
+]
+
+
+def test_a_conversation_is_not_forced_into_a_coding_card() -> None:
+    experience = build_experience(CHAT)
+    text = experience.card.text
+    assert text.startswith("## Conversation\n3 messages, 2023-05-08 13:46 UTC")
+    assert "## Opening\nAna: Guess what, we adopted a golden retriever puppy" in text
+    for coding in ("## Task", "## Outcome", "## Tests", "No file edits", "no test outcome"):
+        assert coding not in text
+    assert experience.metadata == {"conversation": True} and experience.steps == []
+    assert experience.card.task == CHAT[0].text and not experience.card.edited_files
+    long = build_experience([Message(role="user", content="Ana: " + "la " * 3000)], max_chars=600).card.text
+    assert len(long) <= 600 and long.startswith("## Conversation\n1 message\n\n## Opening\nAna: la la")
+
+
+def test_a_note_that_names_code_or_a_session_that_runs_it_stays_a_coding_card() -> None:
+    note = [Message(role="user", content="Fixed the crash in parsers/diff.py when a hunk header has no context")]
+    ran = [*CHAT, _call("Bash", command="python -m pytest -q"), _result("Bash", "1 passed in 0.01s")]
+    for messages in (note, ran):
+        experience = build_experience(messages)
+        assert experience.card.text.startswith("## Task\n") and "## Outcome" in experience.card.text
+        assert "conversation" not in experience.metadata

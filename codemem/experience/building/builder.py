@@ -17,14 +17,14 @@ import parsers
 from codemem.clip import clip
 from codemem.experience.building.diffs import edit_hunk, trim_diff
 from codemem.experience.building.paths import is_scratch_name, match_patch_path
-from codemem.experience.building.render import render_card
+from codemem.experience.building.render import render_card, render_conversation
 from codemem.experience.building.scratch import scratch_paths
 from codemem.experience.building.steps import build_steps
 from codemem.experience.building.symbols import patch_symbols, resolve_symbols
 from codemem.experience.building.tracker import EditRecord, SessionFacts, Tracker
 from codemem.experience.recognising import reasoning
 from codemem.experience.recognising.message import recognise_events
-from codemem.experience.types import Experience, ExperienceCard
+from codemem.experience.types import CONVERSATION, Experience, ExperienceCard
 from codemem.models import Message, Role
 
 TASK_WORDS = 300
@@ -33,6 +33,7 @@ MAX_COMMANDS = 30
 MAX_ERRORS = 10
 MAX_READ_FILES = 30
 MAX_FINAL_DIFF = 8000
+CONVERSATION_OUTCOME = "a conversation: no code read, edited or run"
 _TRIVIAL_COMMANDS = frozenset(
     "ls pwd cd find grep rg cat head tail wc echo which tree file stat mkdir true sleep clear "
     "whoami env date type du df nl less".split()
@@ -177,6 +178,27 @@ def _terms(task: str, files: list[str], symbols: list[str], errors: list[str]) -
     return parsers.merge_refs(refs).terms()
 
 
+def _is_conversation(facts: SessionFacts, messages: Sequence[Message]) -> bool:
+    """People talking, not coding: nothing read, edited, run or tested, no error, no patch,
+    and no message names code (a file, a symbol, an exception...): a short note about a fix
+    ("Fixed the crash in parsers/diff.py") is still a coding experience."""
+    if facts.edits or facts.reads or facts.commands or facts.tests or facts.errors or facts.final_patch:
+        return False
+    return not any(parsers.extract_text_refs(_message_text(m)).terms() for m in messages)
+
+
+def _conversation_experience(messages: Sequence[Message], task: str, max_chars: int) -> Experience:
+    """A session with no code work (people talking): a conversation card, not a coding one,
+    which would only say that nothing was edited or tested. Its metadata marks it
+    `conversation`: the relevance calibration, fitted on coding experiences, does not judge it."""
+    stamps = [t for m in messages if (t := getattr(m, "timestamp", None)) is not None]
+    card = ExperienceCard(task=task, outcome=CONVERSATION_OUTCOME)
+    text = render_conversation(task, len(messages), min(stamps) if stamps else None,
+                               max(stamps) if stamps else None, max_chars)
+    return Experience(card=msgspec.structs.replace(card, text=text), terms=_terms(task, [], [], []),
+                      metadata={CONVERSATION: True})
+
+
 def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> Experience:
     """The experience of one session: card, steps and terms; pure and deterministic."""
     tracker = Tracker()
@@ -184,6 +206,8 @@ def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> E
         role: Role = "user" if getattr(message, "role", "user") == "user" else "assistant"
         tracker.feed(position, role, recognise_events(_message_text(message), role))
     facts = tracker.finish()
+    if _is_conversation(facts, messages):
+        return _conversation_experience(messages, _trim_words(facts.task, TASK_WORDS), max_chars)
     patch_files = (
         [f.path for f in parsers.parse_diff(facts.final_patch)] if facts.final_patch else []
     )

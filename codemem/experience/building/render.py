@@ -5,6 +5,7 @@ give way first, whole lines at a time).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import partial
 
 from codemem.clip import clip
@@ -77,3 +78,18 @@ def render_card(
     if len(text) > max_chars:
         text = text[: max(max_chars - 4, 0)].rstrip() + " ..."
     return text[:max_chars]
+
+
+def _minute(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def render_conversation(task: str, messages: int, first_ms: int | None, last_ms: int | None,
+                        max_chars: int = 4000) -> str:
+    """A conversation's card: when it took place (its messages' timestamps, when sent), how
+    long it is and how it opened. No coding sections: there is nothing to say in them."""
+    when = ""
+    if first_ms is not None and last_ms is not None:
+        when = _minute(first_ms) + (f" to {_minute(last_ms)}" if _minute(last_ms) != _minute(first_ms) else "")
+    head = f"## Conversation\n{messages} message{'' if messages == 1 else 's'}" + (f", {when}" if when else "") + "\n\n## Opening\n"
+    return head + _clip(task, max(max_chars - len(head), 200))

@@ -1,0 +1,70 @@
+"""Sessions with no code in them (people talking, the Textual track's data): a conversation
+card, each message embedded (the answer to a question is one turn, in other words than the
+question's), and answers the coding-fitted calibration does not silence."""
+
+from __future__ import annotations
+
+from codemem.memory import Memory
+from codemem.models import AddRequest, Message, SearchRequest
+from codemem.ranking.recipes import DEFAULT_SEARCH
+
+MAY_8 = 1683553560000
+PETS = [
+    "Ana: Guess what, we adopted a golden retriever puppy on Saturday!",
+    "Ben: No way! What's the little one called?",
+    "Ana: Max. He chewed one of my running shoes already.",
+    "Ben: Ha, welcome to the club. Ana, how is the new flat?",
+    "Ana: Bright and quiet, Ben. The balcony is my favourite spot.",
+]
+WORK = [
+    "Ana: Ben, my manager asked me to lead the quarterly review.",
+    "Ben: Ana, that is big news, congratulations!",
+    "Ana: Thanks Ben, I am nervous about presenting to the board.",
+]
+FIX = [
+    "QuerySet.bulk_create() crashes with a TypeError when ignore_conflicts=True",
+    "Fixed bulk_create in django/db/models/query.py; tests in tests/bulk_create pass",
+]
+# Nothing in memory is related to the question: the calibration below calls every
+# experience irrelevant, so a coding memory's answer would be quiet.
+UNSURE = DEFAULT_SEARCH.replace(relevance_coefficients=(-50.0, 0.0, 0.0, 0.0, 0.0), quiet_below=0.5)
+
+
+def _add(memory: Memory, user: str, session: str, texts: list[str]) -> None:
+    messages = [Message("user" if i % 2 == 0 else "assistant", t, MAY_8 + i * 1000) for i, t in enumerate(texts)]
+    memory.add(AddRequest(f"{session}-0", user, session, messages))
+
+
+def _embedded(memory: Memory, session: str) -> list[bool]:
+    rows = memory.store.rows(f"session_id = '{session}' AND kind = 'message'", columns=["position", "has_vector"])
+    return [bool(r["has_vector"]) for r in sorted(rows, key=lambda r: r["position"])]
+
+
+def test_a_conversations_messages_are_embedded_and_a_coding_sessions_are_not(memory: Memory) -> None:
+    _add(memory, "u", "pets", PETS)
+    _add(memory, "u", "fix", FIX)
+    assert _embedded(memory, "pets") == [True] * len(PETS)
+    assert _embedded(memory, "fix") == [False] * len(FIX)
+
+
+def test_a_question_finds_the_turn_that_answers_it_in_other_words(memory: Memory) -> None:
+    _add(memory, "u", "work", WORK)
+    _add(memory, "u", "pets", PETS)
+    hits = memory.search(SearchRequest(user_id="u", query="What kind of dog does Ana have now?", top_k=20))
+    first = hits[0]
+    assert first.session_id == "pets" and first.content.startswith("## Conversation\n5 messages, 2023-05-08")
+    assert first.metadata["conversation"] is True
+    assert not {"edited_files", "edited_symbols", "tests_passed", "errors"} & set(first.metadata)
+    evidence = first.content.split("Evidence from this session:")[1]
+    assert evidence.index("golden retriever") < evidence.index("running shoes")
+
+
+def test_an_answer_about_conversations_is_not_silenced_by_the_coding_calibration(memory: Memory) -> None:
+    _add(memory, "u", "pets", PETS)
+    _add(memory, "u", "work", WORK)
+    hits = memory.search(SearchRequest(user_id="u", query="Where does Ana like to sit at home?", top_k=20), UNSURE)
+    assert hits and not any(h.metadata.get("quiet") for h in hits)
+    assert "balcony is my favourite spot" in hits[0].content
+    _add(memory, "v", "fix", FIX)
+    coding = memory.search(SearchRequest(user_id="v", query="Where does Ana like to sit at home?", top_k=20), UNSURE)
+    assert coding and all(h.metadata.get("quiet") for h in coding)
