@@ -209,10 +209,19 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     finally:
         memory.close()
-    merges = f"; {report.merges} merges, each read as one change with its branch's commits" if report.merges else ""
-    print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored{merges}. "
-          f"`codemem search \"...\"` in the repository searches them.")
+    if not report.sources:
+        after = f" after {args.since:%Y-%m-%d}" if args.since else ""
+        print(f"No commits to import: {args.repo} has none{after}.")
+        return 0
+    merges = (f"; {_count_of(report.merges, 'merge')}, each read as one change with its branch's commits"
+              if report.merges else "")
+    print(f"Read {_count_of(report.sources, 'commit')}: {report.added} added, {report.unchanged} already "
+          f"stored{merges}. `codemem search \"...\"` in the repository searches them.")
     return 0
+
+
+def _count_of(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def mcp(settings: Settings, args: argparse.Namespace) -> int:

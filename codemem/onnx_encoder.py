@@ -70,7 +70,8 @@ class OnnxEncoder:
 
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
             tokenizer.no_padding()
-            return cls(_session(graph_path.read_bytes(), threads), tokenizer)
+            # By path, not bytes: ONNX Runtime then reads the file itself, in half the time.
+            return cls(_session(str(graph_path), threads), tokenizer)
         except Exception:  # noqa: BLE001 - a damaged cache: exported again where torch is loaded
             log.warning("cached ONNX query encoder %s unreadable", graph_path, exc_info=True)
             return None
@@ -153,7 +154,8 @@ def _export(model: SentenceTransformer) -> bytes:
     return buffer.getvalue()
 
 
-def _session(graph: bytes, threads: int) -> object:
+def _session(graph: bytes | str, threads: int) -> object:
+    """An inference session over a graph given as bytes or a file's path."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()

@@ -17,7 +17,6 @@ import msgspec
 import numpy as np
 
 from codemem.embedding import Embedder
-from codemem.experience import build_experience
 from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import ContentPart, Message
 from codemem.store.lance import Store
@@ -242,6 +241,9 @@ def rebuild(
     embed_steps: bool,
 ) -> Derived:
     """The session's card and step rows after `new_messages` join its `history`."""
+    # Imported here: building an experience parses trajectories, which a search never does.
+    from codemem.experience import build_experience
+
     messages = history + new_messages
     experience = build_experience(messages)
     return experience_rows(experience, base, stored, embedder, max_tokens, len(messages), embed_steps)

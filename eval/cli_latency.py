@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,12 +40,18 @@ def _codemem(*args: str) -> list[str]:
     return [sys.executable, "-P", "-m", "cli", *args]
 
 
-def _timed(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path, cpu: list[float] | None = None) -> float:
+    """Wall seconds of one run; its CPU seconds (user + system, all threads) are appended to
+    `cpu`, which other work on a shared machine does not inflate as it does the wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
+    if cpu is not None:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return elapsed
 
 
@@ -53,8 +60,8 @@ def _summary(values: list[float]) -> dict[str, float]:
             "max_s": round(max(values), 3), "runs": len(values)}
 
 
-def cold_searches(env: dict[str, str], repo: Path, runs: int) -> list[float]:
-    return [_timed(_codemem("search", "--top-k", "5", QUERY), env, repo) for _ in range(runs)]
+def cold_searches(env: dict[str, str], repo: Path, runs: int, cpu: list[float]) -> list[float]:
+    return [_timed(_codemem("search", "--top-k", "5", QUERY), env, repo, cpu) for _ in range(runs)]
 
 
 def served_searches(env: dict[str, str], repo: Path, runs: int, data_dir: Path) -> tuple[list[float], float]:
@@ -110,7 +117,8 @@ def run(repo: Path, max_commits: int, runs: int) -> dict[str, Any]:
         data_dir = Path(home) / "data" / "codemem"
         ingest_s = _timed(_codemem("ingest-git", "--max-commits", str(max_commits), str(repo)), env, repo)
         load = os.getloadavg()
-        cold = cold_searches(env, repo, runs)
+        cold_cpu: list[float] = []
+        cold = cold_searches(env, repo, runs, cold_cpu)
         served, serve_ready_s = served_searches(env, repo, runs, data_dir)
         mcp = mcp_first_calls(env, repo, max(1, runs // 2 + 1))
         lancedb_s = _lancedb_import_s(env)
@@ -122,7 +130,7 @@ def run(repo: Path, max_commits: int, runs: int) -> dict[str, Any]:
                     "load_average_after": [round(x, 2) for x in load_after]},
         "setup": {"repo": str(repo), "commits": max_commits, "ingest_s": round(ingest_s, 1),
                   "query": QUERY, "lancedb_import_s": round(lancedb_s, 3)},
-        "cold_search": _summary(cold),
+        "cold_search": _summary(cold) | {"cpu_p50_s": round(statistics.median(cold_cpu), 3)},
         "search_with_server": _summary(served) | {"server_ready_s": round(serve_ready_s, 1)},
         "mcp_first_call": _summary(first) | {
             "handshake_p50_s": round(statistics.median(m["handshake_s"] for m in mcp), 3),
@@ -142,6 +150,7 @@ def report(result: dict[str, Any]) -> str:
     m, s = result["machine"], result["setup"]
     lines += ["", f"{m['cpus']} CPUs, load average {m['load_average_before']} before, "
               f"{m['load_average_after']} after; `import lancedb` alone took {s['lancedb_import_s']} s. "
+              f"A cold search used {result['cold_search']['cpu_p50_s']} s of CPU (p50, all threads). "
               f"MCP handshake p50 {result['mcp_first_call']['handshake_p50_s']} s, second call p50 "
               f"{result['mcp_first_call']['second_call_p50_s']} s. Data: {s['commits']} commits of {s['repo']} "
               f"(imported in {s['ingest_s']} s)."]

@@ -90,6 +90,16 @@ def test_user_id_defaults_to_the_repository(tmp_path: Path, monkeypatch: pytest.
     assert subcommands._user_id(build_parser().parse_args(["search", "q"])) == "repo:github.com/acme/widgets"
 
 
+def test_ingest_git_of_a_repository_with_no_commits_and_no_remote_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = tmp_path / "repo"
+    git.Repo.init(repo)
+    assert main(["ingest-git", "--data-dir", str(tmp_path / "data"), str(repo)]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"No commits to import: {repo} has none.\n"
+    assert f"into the memory of repo:{repo.resolve()} in" in err  # no remote: named by its path
+
+
 def test_purge_removes_only_older_memories(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     main(["purge", "--data-dir", filled, "--older-than", "30d"])
     assert "Removed 0 memories" in capsys.readouterr().out

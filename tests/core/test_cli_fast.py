@@ -69,6 +69,25 @@ def test_search_asks_the_server_that_announced_itself(tmp_path: Path, fake_serve
     assert not (tmp_path / "data" / local_server.FILE_NAME).exists()  # removed on shutdown
 
 
+def test_the_command_prints_all_its_answer_and_a_closed_pipe_is_no_traceback(tmp_path: Path, fake_server: str) -> None:
+    """`python -m cli` (as the console script) ends a search's process without the
+    interpreter's teardown: its whole answer must still come out, and `| head` must not
+    print a traceback."""
+    settings = Settings(data_dir=str(tmp_path / "data"), port=int(fake_server.rsplit(":", 1)[1]))
+    command = [sys.executable, "-m", "cli", "search", "--data-dir", settings.data_dir, "--user-id", "dev", "flaky"]
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    with local_server.announced(settings):
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+        closed = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env)
+        assert closed.stdout is not None and closed.stderr is not None
+        closed.stdout.close()  # the reader goes before the answer comes
+        err = closed.stderr.read().decode()
+        assert closed.wait(timeout=120) == 1
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("1 result from the memory of dev:") and "edited: tests/test_io.py" in done.stdout
+    assert "Traceback" not in err
+
+
 def test_a_stale_server_file_is_ignored(tmp_path: Path, fake_server: str) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (tmp_path / local_server.FILE_NAME).write_text(json.dumps({"url": fake_server, "pid": int(dead.stdout)}))
