@@ -131,7 +131,8 @@ def ingest_git(
     """One experience per change of the first-parent line (a merged pull request is one,
     with its branch's commits). Changes stored before are not read again, so a re-run adds
     only new commits. A change whose code a later change edited says so on its card
-    (``codemem.gitstale``).
+    (``codemem.gitstale``). The store is compacted (and its indexes brought up to date) once
+    at the end, so the first Search after an import does not scan a fragment per batch.
 
     Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
     ``Memory.add_sessions``); a long history is turned into experiences in a second process
@@ -169,6 +170,10 @@ def ingest_git(
         if pending:
             flush()
     bar.close()
+    if report.added:
+        # One compaction at the end: a CLI or eval Memory runs no compactor thread, and a
+        # store left with a fragment per batch and an unindexed tail makes every Search scan them.
+        memory.compactor.run_once()
     return report
 
 
