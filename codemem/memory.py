@@ -22,11 +22,12 @@ from codemem.experience.types import Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.ranking.assemble import FoundExperience, group_by_session
 from codemem.ranking.locations import LocationIndexes, ticket_refs
-from codemem.ranking.query import parse_query
+from codemem.ranking.query import Query, parse_query
 from codemem.ranking.recipes import SearchConfig
-from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up
+from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up, session_ranks
 from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
+from codemem.ranking.subjects import SubjectIndex, SubjectIndexes
 from codemem.ranking.types import Candidate
 from codemem.refresher import SessionRefresher
 from codemem.store.lance import Store
@@ -51,6 +52,7 @@ class Memory:
         self.search_config = search or settings.search_config()
         self.reranker = reranker
         self._locations = LocationIndexes()
+        self._subjects = SubjectIndexes()
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
         self.compactor = Compactor(
@@ -273,11 +275,24 @@ class Memory:
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
         index = self._pool.submit(self._locations.get, user_key, self.store.version(),
                                   lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
+        subjects = self._pool.submit(self._subjects.get, user_key, self.store.version(),
+                                     lambda: self.store.user_rows(user_key, "card", ["session_key", "metadata"]))
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
         items = rrf(list(found.values()), config.item_rrf_k)  # orders each session's evidence
-        return SessionSignals.of(found, index.result().scores(refs)), items
+        return SessionSignals.of(found, index.result().scores(refs),
+                                 self._commit_ranks(user_key, query, subjects.result(), limit)), items
+
+    def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:
+        """The user's commit experiences ranked by the query's title: BM25 over their items'
+        text, and over their subjects (`ranking/subjects.py`); nothing when the memory holds
+        no commit experience (no query is run)."""
+        commits = subjects.commits
+        if not commits or not query.title_bm25.strip():
+            return {}
+        by_title = [c for c in self.store.fts(query.title_bm25, user_key, limit) if c.fields["session_key"] in commits]
+        return {"title": session_ranks(by_title), "subject": subjects.ranks(query.title, limit)}
 
     def _rerank(self, text: str, groups: list[FoundExperience]) -> list[FoundExperience]:
         """`groups` reordered by the reranker, which reads the task and each card."""

@@ -25,6 +25,10 @@ class SearchConfig:
     # code key an experience only mentions counts against one it edited.
     location_weight: float
     location_mention_weight: float
+    # Commit experiences only (imported git history): the report's title matched with their
+    # text (BM25) and with their subjects (`ranking/subjects.py`); weights in the same fusion.
+    title_weight: float
+    subject_weight: float
     # Reciprocal-rank constants: item-level fusion (which orders each session's evidence)
     # and session-level fusion (which ranks experiences).
     item_rrf_k: int
@@ -82,6 +86,12 @@ DEFAULT_SEARCH = SearchConfig(
     refs_weight=1.0,
     location_weight=1.0,
     location_mention_weight=0.25,
+    # Chosen by leave-one-repository-out cross-validation on past-fixes-dev (ripgrep, caddy,
+    # preact, tokio; `scratch`-free figures in eval/README.md "Past fixes"): held out, 4 and 4
+    # were chosen in three folds of four (3 and 3 in the other); shipped: the fit on all four.
+    # They weigh nothing in a memory without commit experiences (agent sessions).
+    title_weight=4.0,
+    subject_weight=4.0,
     # Cormack et al.'s k for items: robust to the retrievers' incomparable scores (not searched).
     item_rrf_k=60,
     # Small k for sessions: the first places of each retriever's session ranking carry the
