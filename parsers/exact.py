@@ -56,10 +56,12 @@ def _is_compound(token: str) -> bool:
 def exact_terms(text: str) -> list[str]:
     """The text's exact identifiers, lowercase, deduplicated in first-seen order."""
     out: dict[str, None] = {}
+    seen: set[str] = set()  # a diff repeats its tokens: each is judged once
     for match in _TOKEN.finditer(text):
         token = match.group().rstrip(".:-/#")
-        if not token or len(token) > MAX_TERM_CHARS:
+        if not token or len(token) > MAX_TERM_CHARS or token in seen:
             continue
+        seen.add(token)
         if _ISSUE.fullmatch(token):
             out.setdefault(token, None)
         elif _is_compound(token):
