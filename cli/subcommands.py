@@ -212,6 +212,10 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
     merges = f"; {report.merges} merges, each read as one change with its branch's commits" if report.merges else ""
     print(f"Read {report.sources} commits: {report.added} added, {report.unchanged} already stored{merges}. "
           f"`codemem search \"...\"` in the repository searches them.")
+    if report.skipped_commits:
+        print(f"codemem: skipped {len(report.skipped_commits)} commits whose git objects are missing "
+              f"({', '.join(sha[:12] for sha in report.skipped_commits[:5])}"
+              f"{', ...' if len(report.skipped_commits) > 5 else ''}); the rest was imported.", file=sys.stderr)
     return 0
 
 

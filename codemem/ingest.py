@@ -48,6 +48,7 @@ class IngestReport(msgspec.Struct):
     empty: int = 0  # transcripts with no message
     skipped_where: list[str] = []  # "file:line" of the first lines that did not parse
     merges: int = 0  # merges read, each as one change with its branch's commits
+    skipped_commits: list[str] = []  # changes git could not read (a missing object), skipped
 
 
 def transcript_paths(paths: list[str]) -> Iterator[Path]:
@@ -145,7 +146,7 @@ def ingest_git(
     report.sources = report.unchanged
     todo = len(line) - report.unchanged
     bar = tqdm(desc="commits", unit="commit", total=todo, disable=not progress)
-    records = iter_changes(repo, since=since, max_commits=max_commits, known=known)
+    records = iter_changes(repo, since=since, max_commits=max_commits, known=known, skipped=report.skipped_commits)
     with contextlib.ExitStack() as stack:
         if todo >= _PROCESS_FROM:
             pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
