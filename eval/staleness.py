@@ -60,6 +60,9 @@ def paths_at_head(repo: str, sha: str) -> dict[str, str]:
 def changed_after(repo: str, sha: str, path: str, name: str, attributes: str) -> bool | None:
     """Whether a commit after ``sha`` (up to HEAD) touched ``name`` in ``path`` by git's line
     tracking; None when git cannot find the function at HEAD."""
+    head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    if head.stdout.strip() == sha:  # nothing came after it (git -L refuses an empty range)
+        return False
     command = ["git", "-C", repo, "-c", f"core.attributesFile={attributes}",
                "-c", f"diff.codemem-js.xfuncname={JS_FUNCNAME}",
                "log", "--format=%H", "--no-patch", "-L", f":\\b{name}\\b:{path}", f"{sha}..HEAD"]
