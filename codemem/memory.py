@@ -7,9 +7,12 @@ blocking and thread-safe; the HTTP edge calls them from worker threads.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 import msgspec
 
@@ -39,6 +42,7 @@ from parsers import exact_terms
 log = logging.getLogger(__name__)
 
 _ENCODER = msgspec.json.Encoder()
+T = TypeVar("T")
 # top_k may be any positive integer (10**30 included); the retrievers need a bound.
 MAX_CANDIDATES = 10_000
 
@@ -273,10 +277,11 @@ class Memory:
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
-        index = self._pool.submit(self._locations.get, user_key, self.store.version(),
-                                  lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
-        subjects = self._pool.submit(self._subjects.get, user_key, self.store.version(),
-                                     lambda: self.store.user_rows(user_key, "card", ["session_key", "metadata"]))
+        # Both indexes are cached per store version; when both are stale, the cards are read once.
+        version = self.store.version()
+        cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
+        index = self._pool.submit(self._locations.get, user_key, version, cards)
+        subjects = self._pool.submit(self._subjects.get, user_key, version, cards)
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
@@ -392,6 +397,20 @@ class Memory:
     def stats(self) -> dict[str, int]:
         return self.store.stats() | {"pending_writes": self.writer.pending, "compactions": self.compactor.runs,
                                        "compaction_failures": self.compactor.failures}
+
+
+def _once(read: Callable[[], T]) -> Callable[[], T]:
+    """``read``, called at most once however many threads ask for its result."""
+    lock = threading.Lock()
+    held: list[T] = []
+
+    def get() -> T:
+        with lock:
+            if not held:
+                held.append(read())
+            return held[0]
+
+    return get
 
 
 def _content_json(msg: Message) -> str:
