@@ -105,6 +105,7 @@ _MISSING_OBJECT = re.compile(
     r"unable to read|bad object|missing (?:blob|tree|commit)|is corrupt|could not read|did not receive expected object"
 )
 
+_READ_ALONE = 64  # new changes not on top of the known ones, up to which each is read alone
 _MAX_STEPS = 64
 _MAX_BRANCH = 100  # commits of one merged branch listed on its card
 _STEP_CHARS = 1_500
@@ -202,7 +203,8 @@ def iter_changes(
         repo.close()
         return iter(())
     walk = [tip, *window]
-    if len(new) < len(mainline) and new == mainline[: len(new)]:
+    on_top = len(new) < len(mainline) and new == mainline[: len(new)]
+    if on_top:
         walk = [tip, f"^{mainline[len(new)]}"]  # the usual re-run: new commits on top
     merges = _branch_commits(repo, tip, str(repo.git.rev_list("--first-parent", tip)).split())
     options = [
@@ -216,8 +218,28 @@ def iter_changes(
         "--submodule=short",
     ]  # fmt: skip
     wanted = set(new)
-    records = _walk_past_missing(repo, walk, options, mainline, max_diff_bytes, skipped if skipped is not None else [])
+    misses = skipped if skipped is not None else []
+    if on_top or len(new) == len(mainline) or len(new) > _READ_ALONE:
+        records = _walk_past_missing(repo, walk, options, mainline, max_diff_bytes, misses)
+    else:  # a few new changes scattered down the line (e.g. ones skipped before): each read alone
+        records = _read_each(repo, new, options, max_diff_bytes, misses)
     return (replace(rec, branch=merges.get(rec.sha, ())) for rec in records if rec.sha in wanted)
+
+
+def _read_each(repo: git.Repo, shas: list[str], options: list[str], max_diff_bytes: int,
+               skipped: list[str]) -> Iterator[CommitRecord]:
+    """Each of ``shas`` read alone; one git cannot read is skipped (warned, in ``skipped``)."""
+    for sha in shas:
+        rec = _read_one(repo, options, sha, max_diff_bytes)
+        if rec is None:
+            _skip(sha, "missing object", skipped)
+        else:
+            yield rec
+
+
+def _skip(sha: str, reason: str, skipped: list[str]) -> None:
+    log.warning("skipped change %s: a git object it needs is missing (%s)", sha[:12], reason)
+    skipped.append(sha)
 
 
 def _walk_past_missing(repo: git.Repo, walk: list[str], options: list[str], mainline: list[str],
@@ -252,8 +274,7 @@ def _walk_past_missing(repo: git.Repo, walk: list[str], options: list[str], main
                 return
             said = _MISSING_OBJECT.search(str(exc.stderr))
             reason = str(exc.stderr)[said.start():].splitlines()[0].rstrip("'") if said else "missing object"
-            log.warning("skipped change %s: a git object it needs is missing (%s)", failed[:12], reason)
-            skipped.append(failed)
+            _skip(failed, reason, skipped)
             following = order.get(failed, len(mainline)) + 1
             if following >= len(mainline):
                 return

@@ -116,3 +116,13 @@ def test_a_missing_object_skips_the_changes_that_need_it_not_the_walk(tmp_path: 
     warned = [r.getMessage() for r in caplog.records if r.name == "codemem.gitlog"]
     assert len(warned) == 2 and shas[2][:12] in warned[0] and blob in warned[0]
     assert "missing" in warned[0]
+
+
+def test_a_rerun_reads_only_the_changes_it_lacks_each_alone(tmp_path: Path) -> None:
+    shas, _ = _history_missing_a_blob(tmp_path)
+    skipped: list[str] = []
+    read = [r.sha for r in iter_changes(str(tmp_path), known={shas[3]}, skipped=skipped)]
+    assert read == [shas[0]] and skipped == [shas[2], shas[1]]  # not on top of the known one: read alone
+    skipped.clear()
+    assert list(iter_changes(str(tmp_path), known={shas[3], shas[0]}, skipped=skipped)) == []
+    assert skipped == [shas[2], shas[1]]  # still unreadable, still named
