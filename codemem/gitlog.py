@@ -246,8 +246,9 @@ def _walk_past_missing(repo: git.Repo, walk: list[str], options: list[str], main
                        max_diff_bytes: int, skipped: list[str]) -> Iterator[CommitRecord]:
     """``git log <walk> <options>`` read by ``_stream_log``; where git stops at a commit whose
     object is missing, that commit is skipped (warned, appended to ``skipped``) and the walk
-    resumes from the next mainline commit. A record is held back until the next one starts, since the one git was
-    writing when it failed may be cut short: it is read again alone, and kept if that works."""
+    resumes from the next mainline commit. A record is held back until the next one starts:
+    the one git was writing when it failed may be cut short, so it is read again alone and
+    kept if that works."""
     order = {sha: i for i, sha in enumerate(mainline)}
     while True:
         held: CommitRecord | None = None

@@ -27,7 +27,7 @@ from typing import Any
 
 from codemem.ranking.query import IGNORED
 
-STEM = 5  # letters a word is cut to (chosen with the subject weight on past-fixes-dev, see recipes)
+STEM = 5  # letters a word is cut to (set by hand, not searched)
 _K1, _B = 1.2, 0.75  # BM25's usual constants (not searched)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 
