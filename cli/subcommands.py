@@ -217,6 +217,10 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
               if report.merges else "")
     print(f"Read {_count_of(report.sources, 'commit')}: {report.added} added, {report.unchanged} already "
           f"stored{merges}. `codemem search \"...\"` in the repository searches them.")
+    if report.skipped_commits:
+        print(f"codemem: skipped {_count_of(len(report.skipped_commits), 'commit')} whose git objects are missing "
+              f"({', '.join(sha[:12] for sha in report.skipped_commits[:5])}"
+              f"{', ...' if len(report.skipped_commits) > 5 else ''}); the rest was imported.", file=sys.stderr)
     return 0
 
 

@@ -19,6 +19,7 @@ squashed one is one commit, so an experience is a fix as people think of it.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tempfile
@@ -40,6 +41,8 @@ from codemem.gitfacts import change_facts
 from parsers.types import CodeRefs, DiffFile, unique
 
 __all__ = [
+    "ATTRIBUTES",
+    "JS_FUNCNAME",
     "MAX_DIFF_BYTES",
     "MAX_FILE_DIFF_BYTES",
     "CommitRecord",
@@ -79,10 +82,10 @@ _DRIVERS: dict[str, tuple[str, ...]] = {
     "markdown": ("md",),
     "codemem-js": ("js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts"),
 }
-_ATTRIBUTES = "".join(f"*.{ext} diff={drv}\n" for drv, exts in _DRIVERS.items() for ext in exts)
+ATTRIBUTES = "".join(f"*.{ext} diff={drv}\n" for drv, exts in _DRIVERS.items() for ext in exts)
 # POSIX ERE, tried in order; "!" lines veto. Functions, classes, arrow-function consts and
 # indented class members ``name(args) {`` (the first veto keeps ``if (x) {`` out).
-_JS_FUNCNAME = "\n".join([
+JS_FUNCNAME = "\n".join([
     r"!^[ \t]*(if|for|while|switch|catch|return|else|do|try|with|typeof|await|new)([ \t(]|$)",
     r"^[ \t]*((export[ \t]+)?(default[ \t]+)?(async[ \t]+)?function([ \t]*[*])?[ \t]*"
     r"[A-Za-z_$][A-Za-z0-9_$]*.*)$",
@@ -94,6 +97,15 @@ _JS_FUNCNAME = "\n".join([
     r"[A-Za-z_$][A-Za-z0-9_$]*[ \t]*(<[^>]*>)?[(].*[)][ \t]*(:[^{;]*)?[{][ \t]*)$",
 ])  # fmt: skip
 
+log = logging.getLogger(__name__)
+
+# What git says when a commit needs an object the repository lacks (a broken or partial
+# clone): that commit is skipped, not the whole walk.
+_MISSING_OBJECT = re.compile(
+    r"unable to read|bad object|missing (?:blob|tree|commit)|is corrupt|could not read|did not receive expected object"
+)
+
+_READ_ALONE = 64  # new changes not on top of the known ones, up to which each is read alone
 _MAX_STEPS = 64
 _MAX_BRANCH = 100  # commits of one merged branch listed on its card
 _STEP_CHARS = 1_500
@@ -169,13 +181,16 @@ def iter_changes(
     *,
     known: Container[str] = (),
     max_diff_bytes: int = MAX_DIFF_BYTES,
+    skipped: list[str] | None = None,
 ) -> Iterator[CommitRecord]:
     """Yield the changes of ``branch``'s first-parent line (default HEAD), newest first: each
     direct or squashed commit, and each merge with its diff against the first parent and the
     commits it brought in (``branch``), so a merged pull request is one change.
 
     Commits whose sha is in ``known`` are not read again (an incremental import): when none
-    is new, no diff is computed at all. Errors as ``iter_commits``.
+    is new, no diff is computed at all. A change whose diff needs a git object the repository
+    lacks is skipped with a warning naming it (and its sha appended to ``skipped``); the walk
+    goes on after it. Other errors as ``iter_commits``.
     """
     opened = _open_at_tip(repo_path, branch, max_commits)
     if opened is None:
@@ -188,11 +203,11 @@ def iter_changes(
         repo.close()
         return iter(())
     walk = [tip, *window]
-    if len(new) < len(mainline) and new == mainline[: len(new)]:
+    on_top = len(new) < len(mainline) and new == mainline[: len(new)]
+    if on_top:
         walk = [tip, f"^{mainline[len(new)]}"]  # the usual re-run: new commits on top
     merges = _branch_commits(repo, tip, str(repo.git.rev_list("--first-parent", tip)).split())
-    args = [
-        "log", *walk,
+    options = [
         f"--format={_FORMAT}",
         "--encoding=UTF-8",
         "--first-parent", "--diff-merges=first-parent",
@@ -203,11 +218,87 @@ def iter_changes(
         "--submodule=short",
     ]  # fmt: skip
     wanted = set(new)
-    return (
-        replace(rec, branch=merges.get(rec.sha, ()))
-        for rec in _stream_log(repo, args, max_diff_bytes)
-        if rec.sha in wanted
-    )
+    misses = skipped if skipped is not None else []
+    if on_top or len(new) == len(mainline) or len(new) > _READ_ALONE:
+        records = _walk_past_missing(repo, walk, options, mainline, max_diff_bytes, misses)
+    else:  # a few new changes scattered down the line (e.g. ones skipped before): each read alone
+        records = _read_each(repo, new, options, max_diff_bytes, misses)
+    return (replace(rec, branch=merges.get(rec.sha, ())) for rec in records if rec.sha in wanted)
+
+
+def _read_each(repo: git.Repo, shas: list[str], options: list[str], max_diff_bytes: int,
+               skipped: list[str]) -> Iterator[CommitRecord]:
+    """Each of ``shas`` read alone; one git cannot read is skipped (warned, in ``skipped``)."""
+    for sha in shas:
+        rec = _read_one(repo, options, sha, max_diff_bytes)
+        if rec is None:
+            _skip(sha, "missing object", skipped)
+        else:
+            yield rec
+
+
+def _skip(sha: str, reason: str, skipped: list[str]) -> None:
+    log.warning("skipped change %s: a git object it needs is missing (%s)", sha[:12], reason)
+    skipped.append(sha)
+
+
+def _walk_past_missing(repo: git.Repo, walk: list[str], options: list[str], mainline: list[str],
+                       max_diff_bytes: int, skipped: list[str]) -> Iterator[CommitRecord]:
+    """``git log <walk> <options>`` read by ``_stream_log``; where git stops at a commit whose
+    object is missing, that commit is skipped (warned, appended to ``skipped``) and the walk
+    resumes from the next mainline commit. A record is held back until the next one starts:
+    the one git was writing when it failed may be cut short, so it is read again alone and
+    kept if that works."""
+    order = {sha: i for i, sha in enumerate(mainline)}
+    while True:
+        held: CommitRecord | None = None
+        try:
+            for rec in _stream_log(repo, ["log", *walk, *options], max_diff_bytes):
+                if held is not None:
+                    yield held
+                held = rec
+            if held is not None:
+                yield held
+            return
+        except git.GitCommandError as exc:
+            if not _MISSING_OBJECT.search(str(exc.stderr)):
+                raise
+            failed = _next_unread(held, walk[0], order, mainline)
+            if held is not None:
+                alone = _read_one(repo, options, held.sha, max_diff_bytes)
+                if alone is not None:
+                    yield alone
+                    failed = _next_unread(alone, walk[0], order, mainline)
+                else:
+                    failed = held.sha
+            if failed is None:
+                return
+            said = _MISSING_OBJECT.search(str(exc.stderr))
+            reason = str(exc.stderr)[said.start():].splitlines()[0].rstrip("'") if said else "missing object"
+            _skip(failed, reason, skipped)
+            following = order.get(failed, len(mainline)) + 1
+            if following >= len(mainline):
+                return
+            walk = [mainline[following], *walk[1:]]
+
+
+def _next_unread(last: CommitRecord | None, start: str, order: dict[str, int], mainline: list[str]) -> str | None:
+    """The mainline commit after ``last`` (the walk's start when nothing was read)."""
+    if last is None:
+        return start if start in order else None
+    i = order.get(last.sha, len(mainline)) + 1
+    return mainline[i] if i < len(mainline) else None
+
+
+def _read_one(repo: git.Repo, options: list[str], sha: str, max_diff_bytes: int) -> CommitRecord | None:
+    """One commit read alone with the walk's options; None when git cannot read it either."""
+    try:
+        records = list(_stream_log(repo, ["log", "-1", *options, sha], max_diff_bytes))  # to git's exit status
+    except git.GitCommandError as exc:
+        if not _MISSING_OBJECT.search(str(exc.stderr)):
+            raise
+        return None
+    return records[0] if records else None
 
 
 def mainline_shas(
@@ -309,11 +400,11 @@ def _stream_log(repo: git.Repo, args: list[str], max_diff_bytes: int) -> Iterato
     with tempfile.NamedTemporaryFile(
         "w", prefix="codemem-", suffix=".gitattributes", delete=False
     ) as fh:
-        fh.write(_ATTRIBUTES)
+        fh.write(ATTRIBUTES)
     command = [
         repo.git.GIT_PYTHON_GIT_EXECUTABLE or "git",
         "-c", f"core.attributesFile={fh.name}",
-        "-c", f"diff.codemem-js.xfuncname={_JS_FUNCNAME}",
+        "-c", f"diff.codemem-js.xfuncname={JS_FUNCNAME}",
         "-c", "core.quotePath=false",
         "-c", "diff.noprefix=false",
         "-c", "log.showSignature=false",

@@ -48,6 +48,7 @@ class IngestReport(msgspec.Struct):
     empty: int = 0  # transcripts with no message
     skipped_where: list[str] = []  # "file:line" of the first lines that did not parse
     merges: int = 0  # merges read, each as one change with its branch's commits
+    skipped_commits: list[str] = []  # changes git could not read (a missing object), skipped
 
 
 def transcript_paths(paths: list[str]) -> Iterator[Path]:
@@ -131,7 +132,8 @@ def ingest_git(
     """One experience per change of the first-parent line (a merged pull request is one,
     with its branch's commits). Changes stored before are not read again, so a re-run adds
     only new commits. A change whose code a later change edited says so on its card
-    (``codemem.gitstale``).
+    (``codemem.gitstale``). The store is compacted (and its indexes brought up to date) once
+    at the end, so the first Search after an import does not scan a fragment per batch.
 
     Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
     ``Memory.add_sessions``); a long history is turned into experiences in a second process
@@ -144,7 +146,7 @@ def ingest_git(
     report.sources = report.unchanged
     todo = len(line) - report.unchanged
     bar = tqdm(desc="commits", unit="commit", total=todo, disable=not progress)
-    records = iter_changes(repo, since=since, max_commits=max_commits, known=known)
+    records = iter_changes(repo, since=since, max_commits=max_commits, known=known, skipped=report.skipped_commits)
     with contextlib.ExitStack() as stack:
         if todo >= _PROCESS_FROM:
             pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
@@ -169,6 +171,10 @@ def ingest_git(
         if pending:
             flush()
     bar.close()
+    if report.added:
+        # One compaction at the end: a CLI or eval Memory runs no compactor thread, and a
+        # store left with a fragment per batch and an unindexed tail makes every Search scan them.
+        memory.compactor.run_once()
     return report
 
 

@@ -7,9 +7,12 @@ blocking and thread-safe; the HTTP edge calls them from worker threads.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 import msgspec
 
@@ -22,11 +25,12 @@ from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.ranking.assemble import FoundExperience, group_by_session
 from codemem.ranking.locations import LocationIndexes, ticket_refs
-from codemem.ranking.query import parse_query
+from codemem.ranking.query import Query, parse_query
 from codemem.ranking.recipes import SearchConfig
-from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up
+from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up, session_ranks
 from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
+from codemem.ranking.subjects import SubjectIndex, SubjectIndexes
 from codemem.ranking.types import Candidate
 from codemem.refresher import SessionRefresher
 from codemem.store.lance import Store
@@ -38,6 +42,7 @@ from parsers import exact_terms
 log = logging.getLogger(__name__)
 
 _ENCODER = msgspec.json.Encoder()
+T = TypeVar("T")
 # top_k may be any positive integer (10**30 included); the retrievers need a bound.
 MAX_CANDIDATES = 10_000
 
@@ -51,6 +56,7 @@ class Memory:
         self.search_config = search or settings.search_config()
         self.reranker = reranker
         self._locations = LocationIndexes()
+        self._subjects = SubjectIndexes()
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
         self.compactor = Compactor(
@@ -284,13 +290,27 @@ class Memory:
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
-        index = self._pool.submit(self._locations.get, user_key, self.store.version(),
-                                  lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
+        # Both indexes are cached per store version; when both are stale, the cards are read once.
+        version = self.store.version()
+        cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
+        index = self._pool.submit(self._locations.get, user_key, version, cards)
+        subjects = self._pool.submit(self._subjects.get, user_key, version, cards)
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
         items = rrf(list(found.values()), config.item_rrf_k)  # orders each session's evidence
-        return SessionSignals.of(found, index.result().scores(refs)), items
+        return SessionSignals.of(found, index.result().scores(refs),
+                                 self._commit_ranks(user_key, query, subjects.result(), limit)), items
+
+    def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:
+        """The user's commit experiences ranked by the query's title: BM25 over their items'
+        text, and over their subjects (`ranking/subjects.py`); nothing when the memory holds
+        no commit experience (no query is run)."""
+        commits = subjects.commits
+        if not commits or not query.title_bm25.strip():
+            return {}
+        by_title = [c for c in self.store.fts(query.title_bm25, user_key, limit) if c.fields["session_key"] in commits]
+        return {"title": session_ranks(by_title), "subject": subjects.ranks(query.title, limit)}
 
     def _conversation_first(self, groups: list[FoundExperience]) -> bool:
         """Whether the best experience is a conversation (card metadata `CONVERSATION`): the
@@ -401,6 +421,20 @@ class Memory:
     def stats(self) -> dict[str, int]:
         return self.store.stats() | {"pending_writes": self.writer.pending, "compactions": self.compactor.runs,
                                        "compaction_failures": self.compactor.failures}
+
+
+def _once(read: Callable[[], T]) -> Callable[[], T]:
+    """``read``, called at most once however many threads ask for its result."""
+    lock = threading.Lock()
+    held: list[T] = []
+
+    def get() -> T:
+        with lock:
+            if not held:
+                held.append(read())
+            return held[0]
+
+    return get
 
 
 def _content_json(msg: Message) -> str:

@@ -8,7 +8,8 @@ runs), in this process, on a temporary data directory; then each task's problem_
 searched in that user_id through ``Memory.search`` (what the HTTP Search runs). An item matches
 when a gold SHA, or a 7+ character prefix of one, appears in its content or metadata, as a user
 would see it. Side by side, in the same run: plain BM25 (bm25s, default parameters) over each
-non-merge commit's message + diff, a commit matching when it is a gold commit.
+change's message + diff (the same first-parent changes), a change matching when it is a gold
+commit or a merge that brought one in.
 
     git clone /work/.mirror/BurntSushi+ripgrep/repo /work/pastfixes-repos/ripgrep   # etc.
     python -m eval.past_fixes [--repos /work/pastfixes-repos] [--only ripgrep,caddy]
@@ -69,16 +70,18 @@ def hit_text(hit: Any) -> str:
 
 
 def bm25_ranks(repo: Path, tasks: list[dict[str, Any]], top_k: int) -> tuple[list[int | None], float]:
-    """Plain BM25 over each non-merge commit's message + (bounded) diff; returns ranks, seconds."""
+    """Plain BM25 over each change's message + (bounded) diff, the changes codemem stores (the
+    first-parent line: a merge's diff against its first parent, named by its branch's commits
+    too); returns ranks, seconds."""
     import bm25s
 
-    from codemem.gitlog import iter_commits
+    from codemem.gitlog import iter_changes
 
     t0 = time.perf_counter()
     shas: list[str] = []
     docs: list[str] = []
-    for rec in iter_commits(str(repo)):
-        shas.append(rec.sha)
+    for rec in iter_changes(str(repo)):
+        shas.append(" ".join([rec.sha, *(sha for sha, _ in rec.branch)]))
         docs.append(f"{rec.message}\n{rec.diff}")
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(docs, stopwords="en", show_progress=False), show_progress=False)

@@ -13,6 +13,7 @@ pieces that are identifiers themselves, so ``test_mod377`` finds
 
 from __future__ import annotations
 
+import functools
 import re
 
 MAX_TERMS = 256
@@ -56,22 +57,33 @@ def _is_compound(token: str) -> bool:
 def exact_terms(text: str) -> list[str]:
     """The text's exact identifiers, lowercase, deduplicated in first-seen order."""
     out: dict[str, None] = {}
+    seen: set[str] = set()  # a diff repeats its tokens: each is judged once
     for match in _TOKEN.finditer(text):
         token = match.group().rstrip(".:-/#")
-        if not token or len(token) > MAX_TERM_CHARS:
+        if not token or len(token) > MAX_TERM_CHARS or token in seen:
             continue
-        if _ISSUE.fullmatch(token):
-            out.setdefault(token, None)
-        elif _is_compound(token):
-            out.setdefault(token.lower(), None)
-            for part in _PARTS.split(token):
-                if _is_identifier(part) or _is_compound(part):
-                    out.setdefault(part.lower(), None)
-                for piece in part.split(".") if "." in part else ():
-                    if _is_identifier(piece):
-                        out.setdefault(piece.lower(), None)
-        elif _is_hash(token.lower()) or _is_identifier(token):
-            out.setdefault(token.lower(), None)
+        seen.add(token)
+        out.update(dict.fromkeys(_token_terms(token)))
         if len(out) >= MAX_TERMS:
             break
     return list(out)[:MAX_TERMS]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _token_terms(token: str) -> tuple[str, ...]:
+    """The terms one token yields, in order (cached: a repository's diffs and messages
+    repeat the same identifiers commit after commit)."""
+    if _ISSUE.fullmatch(token):
+        return (token,)
+    if _is_compound(token):
+        terms = [token.lower()]
+        for part in _PARTS.split(token):
+            if _is_identifier(part) or _is_compound(part):
+                terms.append(part.lower())
+            for piece in part.split(".") if "." in part else ():
+                if _is_identifier(piece):
+                    terms.append(piece.lower())
+        return tuple(terms)
+    if _is_hash(token.lower()) or _is_identifier(token):
+        return (token.lower(),)
+    return ()

@@ -25,7 +25,7 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 
 # English function words and the words of issue templates and bug-report boilerplate:
 # they occur in nearly every task, so they only add cost and noise.
-_IGNORED = frozenset(
+IGNORED = frozenset(
     """
     a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for from
@@ -50,10 +50,16 @@ class Query:
     text: str
     words: list[str]  # for BM25 over item text, lowercase, at most MAX_WORDS
     refs: list[str]  # code-reference keys, for the references index
+    title: str = ""  # the first non-empty line: a report's title (matched with commit subjects)
 
     @property
     def bm25(self) -> str:
         return " ".join(self.words)
+
+    @property
+    def title_bm25(self) -> str:
+        """The title's words, for BM25 over commit experiences' text."""
+        return " ".join(_WORD.findall(self.title))
 
 
 def parse_query(text: str) -> Query:
@@ -66,11 +72,12 @@ def parse_query(text: str) -> Query:
     tokens = [t.lower() for t in _WORD.findall(text)]
     counts = Counter(
         t for t in tokens
-        if t not in _IGNORED and ((len(t) > 2 and not t.isdigit()) or t in exact_words)
+        if t not in IGNORED and ((len(t) > 2 and not t.isdigit()) or t in exact_words)
     )
     first: dict[str, int] = {}
     for i, t in enumerate(tokens):
         first.setdefault(t, i)
     from_refs = {t.lower() for ref in code_refs for t in _WORD.findall(ref)}
     ranked = sorted(counts, key=lambda t: (t not in from_refs, -counts[t], first[t]))
-    return Query(text=text, words=ranked[:MAX_WORDS], refs=refs)
+    title = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return Query(text=text, words=ranked[:MAX_WORDS], refs=refs, title=title)

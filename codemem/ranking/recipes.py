@@ -25,6 +25,10 @@ class SearchConfig:
     # code key an experience only mentions counts against one it edited.
     location_weight: float
     location_mention_weight: float
+    # Commit experiences only (imported git history): the report's title matched with their
+    # text (BM25) and with their subjects (`ranking/subjects.py`); weights in the same fusion.
+    title_weight: float
+    subject_weight: float
     # Reciprocal-rank constants: item-level fusion (which orders each session's evidence)
     # and session-level fusion (which ranks experiences).
     item_rrf_k: int
@@ -82,6 +86,13 @@ DEFAULT_SEARCH = SearchConfig(
     refs_weight=1.0,
     location_weight=1.0,
     location_mention_weight=0.25,
+    # Chosen by leave-one-repository-out cross-validation on past-fixes-dev's 21 tasks over
+    # ripgrep, caddy, lombok, preact and tokio (`python -m eval.past_fixes_cv --store DIR`;
+    # README "Past fixes"): 4 and 4 in three folds of five, the best fit on all (shipped).
+    # Held out: hit@1 0.33, hit@5 0.48, MRR 0.398; in-sample 0.43 / 0.57 / 0.498. They weigh
+    # nothing in a memory without commit experiences (agent sessions).
+    title_weight=4.0,
+    subject_weight=4.0,
     # Cormack et al.'s k for items: robust to the retrievers' incomparable scores (not searched).
     item_rrf_k=60,
     # Small k for sessions: the first places of each retriever's session ranking carry the

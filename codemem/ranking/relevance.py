@@ -42,14 +42,20 @@ class SessionSignals:
     ranks: dict[str, dict[str, int]]  # retriever name -> session key -> rank
     cosine: dict[str, float]  # session key -> cosine of its nearest item to the query
     location: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (edited, mentioned) idf mass
+    # Rankings of commit experiences alone, by the report's title ("title": BM25 over their
+    # text, "subject": over their subjects): name -> session key -> rank; only non-empty
+    # ones are held, so a memory of agent sessions has none.
+    commit_ranks: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]]) -> SessionSignals:
+    def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],
+           commit_ranks: Mapping[str, dict[str, int]] | None = None) -> SessionSignals:
         """From each retriever's best-first items (`found["dense"]` scores are cosines)."""
         cosine: dict[str, float] = {}
         for item in found.get("dense", ()):
             cosine.setdefault(str(item.fields["session_key"]), item.score)
-        return cls({name: session_ranks(items) for name, items in found.items()}, cosine, location)
+        held = {name: ranks for name, ranks in (commit_ranks or {}).items() if ranks}
+        return cls({name: session_ranks(items) for name, items in found.items()}, cosine, location, held)
 
     def location_ranks(self, config: SearchConfig) -> dict[str, int]:
         scored = {k: location_score(e, m, config.location_mention_weight) for k, (e, m) in self.location.items()}
@@ -63,15 +69,16 @@ class SessionSignals:
 
 def weights_of(config: SearchConfig) -> dict[str, float]:
     return {"lexical": config.lexical_weight, "dense": config.dense_weight, "refs": config.refs_weight,
-            "location": config.location_weight}
+            "location": config.location_weight, "title": config.title_weight, "subject": config.subject_weight}
 
 
 def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
     """Weighted RRF of the session rankings, scaled so that first place in every ranking
-    scores 1."""
+    scores 1 (the commit rankings count only where they are held: a memory of agent sessions
+    scores as if they did not exist)."""
     k = config.session_rrf_k
     weights = weights_of(config)
-    ranks = {**signals.ranks, "location": signals.location_ranks(config)}
+    ranks = {**signals.ranks, "location": signals.location_ranks(config), **signals.commit_ranks}
     top = sum(w for name, w in weights.items() if name in ranks) / (k + 1) or 1.0
     scores: dict[str, float] = {}
     for name, by_session in ranks.items():
@@ -113,6 +120,7 @@ def explain(signals: SessionSignals, key: str, fused: float, other: float, confi
         "fused": round(fused, 4),
         "signals": {
             **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},
+            **{f"{name}_rank": ranks.get(key) for name, ranks in signals.commit_ranks.items()},
             "cosine": round(signals.cosine[key], 4) if key in signals.cosine else None,
             "location": round(signals.location_of(key, config), 3),
             "location_rank": location_rank,

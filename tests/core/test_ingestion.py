@@ -143,6 +143,20 @@ def test_ingest_git_makes_one_experience_per_commit_and_finds_the_fix(memory: Me
     assert again.added == 0 and again.unchanged == 3
 
 
+def test_ingest_git_leaves_the_store_compacted_and_indexed(memory: Memory, tmp_path: Path) -> None:
+    """A CLI or eval Memory runs no compactor thread: the import compacts once at its end, or
+    every later Search scans a fragment per batch and the unindexed tail."""
+    _repo(tmp_path / "repo")
+    before = memory.store.version()
+    ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False, batch=1)  # a commit per change
+    stats = memory.store.stats()
+    assert memory.store.version() > before + 3  # three appends, then the compaction
+    assert memory.compactor.runs == 1
+    assert (stats["fragments"], stats["unindexed_rows"]) == (1, 0)
+    ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)  # nothing new: nothing to compact
+    assert memory.compactor.runs == 1
+
+
 def test_ingest_git_reads_a_merge_as_one_change_and_counts_it(memory: Memory, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     repo = _repo(tmp_path / "repo")

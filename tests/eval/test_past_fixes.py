@@ -9,7 +9,7 @@ from pathlib import Path
 
 import git
 
-from eval import past_fixes
+from eval import past_fixes, past_fixes_cv, staleness
 from eval._provenance import PROVENANCE_KEYS
 
 
@@ -50,6 +50,26 @@ def test_past_fixes_scores_a_tiny_history(tmp_path: Path) -> None:
     assert past_fixes.main([*args, "--no-bm25", "--out", str(tmp_path / "again.json")]) == 0
     again = json.loads((tmp_path / "again.json").read_text())
     assert (again["repos"]["demo"]["added"], again["repos"]["demo"]["unchanged"]) == (0, 3)
+    cv = ["--store", str(tmp_path / "store"), "--only", "demo", "--tasks", str(tmp_path / "tasks.json")]
+    assert past_fixes_cv.main([*cv, "--out", str(tmp_path / "cv.json")]) == 0
+    chosen = json.loads((tmp_path / "cv.json").read_text())
+    assert chosen["tasks"] == 1 and chosen["shipped"]["hit@1"] == 1.0
+    assert set(chosen["in_sample"]["chosen"]) == {"title_weight", "subject_weight"}
+
+
+def test_staleness_checks_the_flags_against_git(tmp_path: Path) -> None:
+    fix = _repo(tmp_path / "demo")
+    path = tmp_path / "demo" / "lexer.py"
+    path.write_text(path.read_text().replace("unterminated heredoc", "heredoc without its end"))
+    repo = git.Repo(tmp_path / "demo")
+    repo.index.add(["lexer.py"])
+    later = repo.index.commit("Say what is missing").hexsha
+    assert staleness.main(["--repo", str(tmp_path / "demo"), "--out", str(tmp_path / "s.json")]) == 0
+    result = json.loads((tmp_path / "s.json").read_text())
+    rows = {r["sha"]: r for r in result["rows"]}
+    assert rows[fix]["flagged"] and rows[fix]["changed"] and not rows[fix]["gone"]  # edited again by `later`
+    assert not rows[later]["flagged"] and not rows[later]["changed"]
+    assert result["summary"]["precision"] == 1.0 and result["summary"]["recall"] == 1.0
 
 
 def test_gold_rank_counts_a_seven_char_prefix() -> None:

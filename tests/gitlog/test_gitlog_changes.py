@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from gitlog_helpers import HistoryRepo, commit, init_repo, write
 
 from codemem.gitfacts import change_facts, is_test_path, pr_number
@@ -87,3 +88,41 @@ def test_test_paths_and_names_across_languages() -> None:
     facts = change_facts(["x"], parse_diff(diff))
     assert facts.tests == ["pkg/x_test.go", "TestLexHeredoc"]
     assert facts.error_strings == ["lexer failed on heredoc"]
+
+
+def _history_missing_a_blob(root: Path) -> tuple[list[str], str]:
+    """c1 adds a.py, c2 and c3 edit it, c4 adds b.py; the blob of a.py as c2 left it is
+    deleted from the object store (a broken clone), so git cannot diff c2 or c3."""
+    repo = init_repo(root)
+    shas = []
+    for day, (path, text) in enumerate([("a.py", "def f():\n    return 1\n"), ("a.py", "def f():\n    return 2\n"),
+                                        ("a.py", "def f():\n    return 3\n"), ("b.py", "def g():\n    return 0\n")]):
+        write(root, path, text)
+        repo.git.add("-A")
+        shas.append(commit(repo, f"Change {path} ({day})", day))
+    blob = repo.git.rev_parse(f"{shas[1]}:a.py")
+    (root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    repo.close()
+    return shas, blob
+
+
+def test_a_missing_object_skips_the_changes_that_need_it_not_the_walk(tmp_path: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    shas, blob = _history_missing_a_blob(tmp_path)
+    skipped: list[str] = []
+    read = [r.sha for r in iter_changes(str(tmp_path), skipped=skipped)]
+    assert read == [shas[3], shas[0]]
+    assert skipped == [shas[2], shas[1]]
+    warned = [r.getMessage() for r in caplog.records if r.name == "codemem.gitlog"]
+    assert len(warned) == 2 and shas[2][:12] in warned[0] and blob in warned[0]
+    assert "missing" in warned[0]
+
+
+def test_a_rerun_reads_only_the_changes_it_lacks_each_alone(tmp_path: Path) -> None:
+    shas, _ = _history_missing_a_blob(tmp_path)
+    skipped: list[str] = []
+    read = [r.sha for r in iter_changes(str(tmp_path), known={shas[3]}, skipped=skipped)]
+    assert read == [shas[0]] and skipped == [shas[2], shas[1]]  # not on top of the known one: read alone
+    skipped.clear()
+    assert list(iter_changes(str(tmp_path), known={shas[3], shas[0]}, skipped=skipped)) == []
+    assert skipped == [shas[2], shas[1]]  # still unreadable, still named

@@ -1,0 +1,74 @@
+"""A report's title finds the commit whose subject names the same fix in other word forms;
+a memory without commits ranks exactly as before."""
+
+from __future__ import annotations
+
+import json
+
+from codemem.ranking.query import parse_query
+from codemem.ranking.recipes import DEFAULT_SEARCH
+from codemem.ranking.relevance import SessionSignals, fuse
+from codemem.ranking.subjects import SubjectIndex, SubjectIndexes, stems
+from codemem.ranking.types import Candidate
+
+
+def _card(key: str, subject: str, commit: bool = True) -> dict:
+    meta = {"commit": "abc" + key, "subject": subject} if commit else {"edited_files": ["a.py"]}
+    return {"session_key": key, "metadata": json.dumps(meta)}
+
+
+def _index() -> SubjectIndex:
+    return SubjectIndex.of_cards([
+        _card("fix", "printer: fix duplicative replacement in multiline mode"),
+        _card("flag", "args: add --passthru flag"),
+        _card("docs", "doc: explain multiline search"),
+        _card("session", "replacement duplicates lines in multiline output", commit=False),
+        *(_card(f"other{i}", f"deps: bump crate{i}") for i in range(6)),
+    ])
+
+
+def test_stems_cut_words_and_drop_the_ones_that_say_nothing() -> None:
+    assert stems("Replacing a multiline expression duplicates the lines") == ["repla", "multi", "expre", "dupli", "lines"]
+
+
+def test_the_fix_ranks_first_for_a_title_in_other_word_forms() -> None:
+    ranks = _index().ranks("Replacing a multiline expression duplicates non-matched lines", limit=10)
+    assert ranks["fix"] == 1
+    assert ranks["docs"] == 2  # shares only "multiline"
+    assert "flag" not in ranks and "other0" not in ranks
+
+
+def test_only_commit_experiences_are_indexed() -> None:
+    index = _index()
+    assert "session" not in index.commits and "fix" in index.commits
+    assert SubjectIndex.of_cards([_card("s", "fix the multiline mode", commit=False)]).ranks("multiline mode", 10) == {}
+
+
+def test_the_index_is_rebuilt_when_the_store_version_changes() -> None:
+    indexes, reads = SubjectIndexes(), []
+
+    def read() -> list[dict]:
+        reads.append(1)
+        return [_card("fix", "fix multiline mode")]
+
+    first = indexes.get("u", 1, read)
+    assert indexes.get("u", 1, read) is first and len(reads) == 1
+    indexes.get("u", 2, read)
+    assert len(reads) == 2
+
+
+def test_commit_rankings_change_nothing_where_they_are_absent() -> None:
+    found = {"lexical": [Candidate(id="a", score=2.0, fields={"session_key": "a"}),
+                         Candidate(id="b", score=1.0, fields={"session_key": "b"})],
+             "dense": [Candidate(id="b", score=0.9, fields={"session_key": "b"})]}
+    plain = fuse(SessionSignals.of(found, {}), DEFAULT_SEARCH)
+    empty = fuse(SessionSignals.of(found, {}, {"title": {}, "subject": {}}), DEFAULT_SEARCH)
+    assert plain == empty
+    boosted = fuse(SessionSignals.of(found, {}, {"subject": {"a": 1}}), DEFAULT_SEARCH)
+    assert boosted["a"] > boosted["b"]
+
+
+def test_the_query_title_is_the_first_line_that_says_anything() -> None:
+    query = parse_query("\n\n  `--multiline` with `--replace` causes duplicate output\n#### What version?")
+    assert query.title == "`--multiline` with `--replace` causes duplicate output"
+    assert query.title_bm25 == "multiline with replace causes duplicate output"
