@@ -152,6 +152,9 @@ class Derived(msgspec.Struct):
     rows: list[Row]
     stale_ids: list[str]  # derived rows stored before that the new build no longer has
     replaces: bool  # the session had derived rows before (the card is updated in place)
+    # The card kept its stored vector although its embedded text changed (`defer_untasked`):
+    # a later rebuild (the session's quiet-time refresh) embeds it.
+    vector_deferred: bool = False
 
 
 def experience_rows(
@@ -163,13 +166,20 @@ def experience_rows(
     message_count: int,
     embed_steps: bool,
     vectors: dict[str, np.ndarray] | None = None,
+    defer_untasked: bool = False,
 ) -> Derived:
     """Rows for the card and steps of one session; `base` carries the ids and timestamps,
     `stored` the session's derived rows before (their vectors are reused where unchanged).
 
     With `embed_steps` off only the card gets a vector and steps stay BM25- and
     reference-indexed: embedding every step would be most of an Add's cost. `vectors`
-    (fingerprint -> vector) are embeddings a batch computed beforehand."""
+    (fingerprint -> vector) are embeddings a batch computed beforehand.
+
+    A card with no task (no user text in the session yet: a stream that starts mid-session)
+    embeds its whole text, which every Add changes; with `defer_untasked` it keeps its stored
+    vector instead (`Derived.vector_deferred`), so such a session costs one embedding when it
+    goes quiet rather than one per Add (a model pass of 256 tokens was most of an Add's CPU
+    under mixed load, issue 18)."""
     card = experience.card
     card_meta = {
         "edited_files": card.edited_files,
@@ -201,20 +211,32 @@ def experience_rows(
     # The card's vector reads the task alone: a later task is compared with earlier tasks,
     # and the task does not change as the session's chunks arrive, so it is embedded once.
     texts = [card.task or card.text] + ([st.text for st in experience.steps] if embed_steps else [])
-    _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
+    kept = _stored_card(stored) if defer_untasked and not card.task else None
+    if kept is not None:  # the card keeps its vector (and its fingerprint); the steps are embedded
+        rows[0].vector = np.asarray(kept["vector"], dtype=np.float32)
+        rows[0].metadata = _ENCODER.encode(card_meta | {"vec": _vec_key(kept)}).decode()
+        _embed(rows[1: len(texts)], texts[1:], stored, embedder, max_tokens, vectors or {})
+    else:
+        _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
-    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored))
+    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored), vector_deferred=kept is not None)
+
+
+def _stored_card(stored: list[dict[str, object]]) -> dict[str, object] | None:
+    """The stored card row, when it has a vector."""
+    return next((r for r in stored if r["kind"] == "card" and r.get("vector") is not None), None)
+
+
+def _vec_key(row: dict[str, object]) -> object:
+    return msgspec.json.decode(str(row["metadata"])).get("vec")
 
 
 def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,
            computed: dict[str, np.ndarray]) -> None:
     """Set each row's vector to the embedding of its text in `texts`, reusing stored vectors
     wherever the model's input is unchanged (the fingerprint is kept in `metadata.vec`)."""
-    known = {
-        msgspec.json.decode(str(r["metadata"])).get("vec"): np.asarray(r["vector"], dtype=np.float32)
-        for r in stored
-    } | computed
+    known = {_vec_key(r): np.asarray(r["vector"], dtype=np.float32) for r in stored} | computed
     keys = embedder.fingerprints(texts, max_tokens)
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
     vectors = embedder.embed(list(missing.values()), max_tokens)
@@ -234,8 +256,10 @@ def rebuild(
     history: list[Message],
     new_messages: list[Message],
     embed_steps: bool,
+    defer_untasked: bool = False,
 ) -> Derived:
     """The session's card and step rows after `new_messages` join its `history`."""
     messages = history + new_messages
     experience = build_experience(messages)
-    return experience_rows(experience, base, stored, embedder, max_tokens, len(messages), embed_steps)
+    return experience_rows(experience, base, stored, embedder, max_tokens, len(messages), embed_steps,
+                           defer_untasked=defer_untasked)

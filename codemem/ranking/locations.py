@@ -13,8 +13,11 @@ separately with the experiences whose items mention them (`ticket_refs`): the sa
 is the surest link between two tasks there is.
 
 The index is built from the user's card rows (their `refs` column and the edited files and
-symbols in their metadata) and cached per user and store version: one read of the cards,
-then every Search is a few set lookups.
+symbols in their metadata) and cached per user: one read of the cards, then every Search is
+a few set lookups. The cards this process writes update the cached index in place of a new
+read (`LocationIndexes.put`): keyed by the store's version, as it was, every Add made the
+next Search re-read and re-parse all of the user's cards, most of a Search's Python time
+under mixed load (issue 18).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import json
 import math
 import re
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,15 +68,31 @@ class LocationIndex:
         """From card rows with `session_key`, `refs` (space-separated keys) and `metadata`
         (JSON with `edited_files` and `edited_symbols`)."""
         index = cls()
+        index.put(cards)
+        return index
+
+    def put(self, cards: Iterable[Mapping[str, Any]]) -> None:
+        """Add these cards, each replacing its session's card if the index holds one."""
         for card in cards:
             meta = json.loads(str(card.get("metadata") or "{}"))
             edited = parsers.CodeRefs(files=list(meta.get("edited_files") or []),
                                       symbols=list(meta.get("edited_symbols") or [])).terms()
             keys = frozenset(str(card.get("refs") or "").split()) | frozenset(edited)
-            index.experiences[str(card["session_key"])] = ExperienceCode(frozenset(edited), keys)
+            session_key = str(card["session_key"])
+            if (old := self.experiences.get(session_key)) is not None:
+                for key in old.mentioned:
+                    self.df[key] -= 1
+                    if not self.df[key]:
+                        del self.df[key]
+            self.experiences[session_key] = ExperienceCode(frozenset(edited), keys)
             for key in keys:
-                index.df[key] = index.df.get(key, 0) + 1
-        return index
+                self.df[key] = self.df.get(key, 0) + 1
+
+    def with_cards(self, cards: Iterable[Mapping[str, Any]]) -> LocationIndex:
+        """A copy with these cards put in (Searches may be reading this one meanwhile)."""
+        copy = LocationIndex(dict(self.experiences), dict(self.df))
+        copy.put(cards)
+        return copy
 
     def idf(self, key: str) -> float:
         df = self.df.get(key, 0)
@@ -96,23 +117,66 @@ def location_score(edited: float, mentioned: float, mention_weight: float) -> fl
     return edited + mention_weight * mentioned
 
 
+@dataclass
+class _Held:
+    index: LocationIndex
+    built_at: float  # clock time of the read it was built from
+
+
 class LocationIndexes:
-    """Each user's `LocationIndex`, rebuilt when the store has changed since it was built."""
+    """Each user's `LocationIndex`, read from the store once, then kept current by the cards
+    this process writes (`put`). It is read again after `forget` (rows deleted) and once it
+    is `max_age_s` old: cards other processes wrote (a CLI import beside the server, another
+    worker) count from then on."""
 
-    def __init__(self, max_users: int = 64) -> None:
+    def __init__(self, max_users: int = 64, max_age_s: float = 1.0, log_size: int = 256,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
-        self._built: dict[str, tuple[int, LocationIndex]] = {}
+        self._built: dict[str, _Held] = {}
         self._max_users = max_users
+        self._max_age_s = max_age_s
+        self._clock = clock
+        # Per user: a count of `put`s, and the recent ones, to apply again to an index whose
+        # read of the cards ran while they were written (the read may or may not hold them).
+        self._puts: dict[str, int] = {}
+        self._log: dict[str, deque[tuple[int, Sequence[Mapping[str, Any]]]]] = {}
+        self._log_size = log_size
+        self._forgets = 0  # an index read before a `forget` is not kept
 
-    def get(self, user_key: str, version: int, read_cards: Any) -> LocationIndex:
-        """The index of `user_key` at store `version`; `read_cards()` returns its card rows."""
+    def get(self, user_key: str, read_cards: Callable[[], Iterable[Mapping[str, Any]]]) -> LocationIndex:
+        """The index of `user_key`; `read_cards()` returns its card rows from the store."""
         with self._lock:
             held = self._built.get(user_key)
-        if held is not None and held[0] == version:
-            return held[1]
+            if held is not None and self._clock() - held.built_at < self._max_age_s:
+                return held.index
+            seen, forgets = self._puts.get(user_key, 0), self._forgets
+        started = self._clock()
         index = LocationIndex.of_cards(read_cards())
         with self._lock:
+            log = self._log.get(user_key, deque())
+            missed = [cards for n, cards in log if n > seen]
+            for cards in missed:
+                index.put(cards)  # a card already read is replaced by itself
+            if (log and log[0][0] > seen + 1) or forgets != self._forgets:
+                return index  # puts during the read fell out of the log, or rows were deleted
             if len(self._built) >= self._max_users and user_key not in self._built:
                 self._built.pop(next(iter(self._built)))
-            self._built[user_key] = (version, index)
+            self._built[user_key] = _Held(index, started)
         return index
+
+    def put(self, user_key: str, cards: Sequence[Mapping[str, Any]]) -> None:
+        """Cards of `user_key` this process has just committed (new or replacing others)."""
+        with self._lock:
+            n = self._puts[user_key] = self._puts.get(user_key, 0) + 1
+            self._log.setdefault(user_key, deque(maxlen=self._log_size)).append((n, cards))
+            if (held := self._built.get(user_key)) is not None:
+                held.index = held.index.with_cards(cards)
+
+    def forget(self, user_key: str | None = None) -> None:
+        """Read `user_key`'s index (every user's: None) again at its next use: rows were deleted."""
+        with self._lock:
+            self._forgets += 1
+            if user_key is None:
+                self._built.clear()
+            else:
+                self._built.pop(user_key, None)

@@ -218,3 +218,28 @@ def test_long_sessions_rebuild_on_a_schedule_and_catch_up_when_quiet(
     after = sessions.state(memory.store, key_of("dev", "long-session"))
     assert (after.messages, after.built) == (40, 40)
     assert len(_cards(memory, "dev")) == 1
+
+
+def test_a_card_without_a_task_keeps_its_vector_until_the_session_goes_quiet(memory: Memory) -> None:
+    """A session that starts mid-stream (no user text yet) embeds its whole card, which every
+    Add changes: it is embedded once per quiet spell, not once per Add."""
+    from codemem.models import Message
+
+    session_key = key_of("dev", "mid-stream")
+
+    def card() -> dict:
+        return memory.store.session_rows(session_key, ["card"], columns=["text", "vector"])[0]
+
+    memory.add(AddRequest("m-1", "dev", "mid-stream", [Message("assistant", "I opened src/app.py and ran the tests")]))
+    first = card()
+    cause = "The root cause is that parse_header drops the last byte, so I will fix it in src/app.py."
+    memory.add(AddRequest("m-2", "dev", "mid-stream", [Message("assistant", cause)]))
+    second = card()
+    assert second["text"] != first["text"]
+    assert second["vector"] == first["vector"]
+    assert memory.refresher.pending == 1
+    memory.refresher.flush()
+    caught_up = card()
+    assert caught_up["text"] == second["text"]
+    expected = memory.embedder.embed([caught_up["text"]], memory.settings.embed_max_tokens)[0]
+    assert sum(a * b for a, b in zip(caught_up["vector"], expected, strict=True)) > 0.999
