@@ -4,11 +4,13 @@ The messages of one `session_id` may arrive over many Adds, in any chunk size. A
 Add the whole session is rebuilt from its stored messages plus the new ones, and written in
 the same commit as the new messages (an upsert by id, so the card is replaced in place), so
 a Search never sees a chunk without its card. Steps the new build no longer has are deleted
-right after. Vectors of unchanged steps are reused: a rebuild embeds only what changed.
+right after. Vectors of unchanged steps are reused, and unchanged steps are not rewritten:
+a rebuild embeds and writes only what changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -220,7 +222,25 @@ def experience_rows(
         _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
-    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored), vector_deferred=kept is not None)
+    return Derived(rows=rows[:1] + _changed(rows[1:], stored), stale_ids=stale, replaces=bool(stored),
+                   vector_deferred=kept is not None)
+
+
+def _changed(steps: list[Row], stored: list[dict[str, object]]) -> list[Row]:
+    """The step rows that are new or differ from their stored copy. A rebuild after an Add
+    changes the last steps at most, and rewriting every step of the session in each upsert
+    made the store's merge most of an Add's cost (issue 18). Each step's metadata keeps a
+    digest of what it stores (`h`) to compare with."""
+    held = {r["id"]: msgspec.json.decode(str(r["metadata"])).get("h") for r in stored if r["kind"] == "step"}
+    out = []
+    for r in steps:
+        meta = msgspec.json.decode(r.metadata)
+        meta["h"] = hashlib.blake2b(_ENCODER.encode([r.text, r.refs, r.position, r.role, r.content, meta]),
+                                    digest_size=8).hexdigest()
+        r.metadata = _ENCODER.encode(meta).decode()
+        if held.get(r.id) != meta["h"]:
+            out.append(r)
+    return out
 
 
 def _stored_card(stored: list[dict[str, object]]) -> dict[str, object] | None:
@@ -229,6 +249,7 @@ def _stored_card(stored: list[dict[str, object]]) -> dict[str, object] | None:
 
 
 def _vec_key(row: dict[str, object]) -> object:
+    """The fingerprint of the input the row's vector was embedded from (None: no vector)."""
     return msgspec.json.decode(str(row["metadata"])).get("vec")
 
 

@@ -46,7 +46,7 @@ import httpx
 
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import finish, provenance
-from eval._server import Server, ServerError, running_server
+from eval._server import Server, ServerError, proc_cpu_s, running_server
 from eval._stats import summary_ms
 from eval.latency import load_queries, load_sessions
 
@@ -108,7 +108,22 @@ async def back_off(r: httpx.Response | None, deadline: float) -> None:
         await asyncio.sleep(max(0.0, min(wait, deadline - time.monotonic())))
 
 
-async def sustained(url: str, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
+def group_cpu_s(pgid: int) -> float | None:
+    """CPU seconds so far of the server's process group (its workers too, with --workers)."""
+    total, found = 0.0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+        except (OSError, IndexError, ValueError):
+            continue
+        if (cpu := proc_cpu_s(int(stat.parent.name))) is not None:
+            total, found = total + cpu, True
+    return total if found else None
+
+
+async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
+    url = srv.url
     adds, searches = Tally(), Tally()
     acked: list[tuple[str, str]] = []  # (session_id, mark) of every Add answered 200
     deadline = time.monotonic() + args.seconds
@@ -136,10 +151,15 @@ async def sustained(url: str, args: argparse.Namespace, pool: list[list[dict]], 
                 await back_off(r, deadline)
                 n += 1
 
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), group_cpu_s(srv.pid)
         await asyncio.gather(*(adder(i) for i in range(args.adders)), *(searcher(i) for i in range(args.searchers)))
-        wall = time.perf_counter() - t0
-    return {"wall_s": round(wall, 1), "add": adds.report(wall), "search": searches.report(wall), "acked": acked}
+        wall, cpu1 = time.perf_counter() - t0, group_cpu_s(srv.pid)
+    # The server's CPU time per request answered: what a shared, noisy machine changes least.
+    cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+    answered = sum(len(v) for t in (adds, searches) for v in t.latencies_s.values())
+    return {"wall_s": round(wall, 1), "server_cpu_s": None if cpu is None else round(cpu, 1),
+            "server_cpu_ms_per_answer": round(1000 * cpu / answered, 1) if cpu is not None and answered else None,
+            "add": adds.report(wall), "search": searches.report(wall), "acked": acked}
 
 
 async def found(url: str, user_id: str, marks: list[tuple[str, str]], concurrency: int = 8) -> dict[str, int]:
@@ -281,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"server {srv.url}; preloading {args.preload:,} messages ...", flush=True)
         preloaded = asyncio.run(preload(srv.url, pool, args.preload, args.preload_clients))
         print(f"sustained: {args.adders} Add + {args.searchers} Search clients for {args.seconds:.0f} s ...", flush=True)
-        load = asyncio.run(sustained(srv.url, args, pool, queries))
+        load = asyncio.run(sustained(srv, args, pool, queries))
         acked = load.pop("acked")
         print(f"  {load}", flush=True)
         print(f"checking {len(acked):,} acknowledged Adds ...", flush=True)

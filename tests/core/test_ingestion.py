@@ -56,9 +56,26 @@ def test_card_is_the_same_whatever_the_chunking(tmp_path: Path, embedder: MiniLM
         m = Memory(Settings(data_dir=str(tmp_path / f"d{chunk}"), compact_interval_s=0), embedder=embedder)
         for req in transcript_requests("t", transcript, "dev", chunk):
             m.add(req)
-        texts.append(_cards(m, "dev")[0]["text"])
+        steps = m.store.rows(f"user_key = '{key_of('dev')}' AND kind = 'step'", columns=["id", "text", "refs", "position"])
+        texts.append((_cards(m, "dev")[0]["text"], sorted((s["id"], s["text"], s["refs"], s["position"]) for s in steps)))
         m.close()
+    # Chunk by chunk, a rebuild rewrites only the steps that changed: the same steps result.
     assert texts[0] == texts[1]
+
+
+@needs_data
+def test_a_rebuild_rewrites_only_the_steps_that_changed(memory: Memory, transcript_file: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = transcript_requests("t", load_claude_code_jsonl(transcript_file), "dev", 5)
+    for req in requests[:-1]:
+        memory.add(req)
+    written = []
+    real_write = memory.writer.write
+    monkeypatch.setattr(memory.writer, "write", lambda op: (written.append(op), real_write(op)))
+    memory.add(requests[-1])
+    steps = memory.store.rows(f"user_key = '{key_of('dev')}' AND kind = 'step'", columns=["id"])
+    rewritten = [r for op in written for r in op.rows if r.kind == "step"]
+    assert len(steps) > 2 and len(rewritten) < len(steps) / 2
 
 
 @needs_data
