@@ -188,6 +188,8 @@ class Memory:
         derived = self._rebuild(base, before, req.messages, defer_untasked=True)
         if derived.vector_deferred:  # its card's vector catches up when the session goes quiet
             self.refresher.mark(req.user_id, req.session_id)
+        else:  # built from every message, its vector current: no refresh is owed
+            self.refresher.forget(req.user_id, req.session_id)
         return derived
 
     def _rebuild(self, base: Row, before: sessions.SessionState, new_messages: list[Message],
