@@ -27,7 +27,6 @@ import math
 import re
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,18 +128,17 @@ class LocationIndexes:
     is `max_age_s` old: cards other processes wrote (a CLI import beside the server, another
     worker) count from then on."""
 
-    def __init__(self, max_users: int = 64, max_age_s: float = 1.0, log_size: int = 256,
+    def __init__(self, max_users: int = 64, max_age_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._built: dict[str, _Held] = {}
         self._max_users = max_users
         self._max_age_s = max_age_s
         self._clock = clock
-        # Per user: a count of `put`s, and the recent ones, to apply again to an index whose
-        # read of the cards ran while they were written (the read may or may not hold them).
-        self._puts: dict[str, int] = {}
-        self._log: dict[str, deque[tuple[int, Sequence[Mapping[str, Any]]]]] = {}
-        self._log_size = log_size
+        # While a user's cards are being read: how many reads run, and the cards `put`
+        # meanwhile, which the read may or may not hold, to put into what it builds.
+        self._reading: dict[str, int] = {}
+        self._put_while_reading: dict[str, list[Sequence[Mapping[str, Any]]]] = {}
         self._forgets = 0  # an index read before a `forget` is not kept
 
     def get(self, user_key: str, read_cards: Callable[[], Iterable[Mapping[str, Any]]]) -> LocationIndex:
@@ -149,16 +147,22 @@ class LocationIndexes:
             held = self._built.get(user_key)
             if held is not None and self._clock() - held.built_at < self._max_age_s:
                 return held.index
-            seen, forgets = self._puts.get(user_key, 0), self._forgets
-        started = self._clock()
-        index = LocationIndex.of_cards(read_cards())
+            self._reading[user_key] = self._reading.get(user_key, 0) + 1
+            put = self._put_while_reading.setdefault(user_key, [])
+            seen, forgets, started = len(put), self._forgets, self._clock()
+        try:
+            index = LocationIndex.of_cards(read_cards())
+        finally:
+            with self._lock:
+                missed = put[seen:]
+                self._reading[user_key] -= 1
+                if not self._reading[user_key]:
+                    del self._reading[user_key], self._put_while_reading[user_key]
+        for cards in missed:
+            index.put(cards)  # a card the read holds already is replaced by itself
         with self._lock:
-            log = self._log.get(user_key, deque())
-            missed = [cards for n, cards in log if n > seen]
-            for cards in missed:
-                index.put(cards)  # a card already read is replaced by itself
-            if (log and log[0][0] > seen + 1) or forgets != self._forgets:
-                return index  # puts during the read fell out of the log, or rows were deleted
+            if forgets != self._forgets:
+                return index  # rows were deleted meanwhile: read again next time
             if len(self._built) >= self._max_users and user_key not in self._built:
                 self._built.pop(next(iter(self._built)))
             self._built[user_key] = _Held(index, started)
@@ -167,8 +171,8 @@ class LocationIndexes:
     def put(self, user_key: str, cards: Sequence[Mapping[str, Any]]) -> None:
         """Cards of `user_key` this process has just committed (new or replacing others)."""
         with self._lock:
-            n = self._puts[user_key] = self._puts.get(user_key, 0) + 1
-            self._log.setdefault(user_key, deque(maxlen=self._log_size)).append((n, cards))
+            if user_key in self._put_while_reading:
+                self._put_while_reading[user_key].append(cards)
             if (held := self._built.get(user_key)) is not None:
                 held.index = held.index.with_cards(cards)
 
