@@ -15,7 +15,9 @@
    as a platform does. Reported per endpoint: statuses and transport errors, acknowledged
    throughput (answers 200 per second of the phase's wall time, its drain included),
    latency p50/p95/p99 of the answers 200 only, and the shed rate (503 share, and the
-   latency of the 503 answers: admission decides before any work, so it stays short).
+   latency of the 503 answers: admission decides before any work, so it stays short);
+   `server_ms` gives the same per route and status as the server's access log timed them
+   (the client's own delays left out), and `server_cpu_ms_per_answer` the server's CPU time.
 3. Zero lost: every acknowledged Add's mark is searched afterwards and must come back in a
    Search answer of its user.
 4. Retry storm: `--storm` Adds each sent 3 times at once with one request_id; each mark must
@@ -122,6 +124,30 @@ def group_cpu_s(pgid: int) -> float | None:
     return total if found else None
 
 
+def log_size(srv: Server) -> int:
+    try:
+        return os.path.getsize(srv.log_path)
+    except OSError:
+        return 0
+
+
+def server_times(srv: Server, since: int) -> dict[str, dict[str, object]]:
+    """The server's own time per answer (its access log, from `since` on) by route and status:
+    what a client sees less the client's own delays, which with hundreds of connections in
+    one Python process on 2 busy cores are a large part of the client-side figures."""
+    times: dict[str, dict[str, list[float]]] = {}
+    with open(srv.log_path, "rb") as f:
+        f.seek(since)
+        for line in f:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("msg") == "request" and entry.get("route") in ("/add", "/search"):
+                times.setdefault(entry["route"], {}).setdefault(str(entry["status"]), []).append(entry["ms"] / 1000)
+    return {route: {status: summary_ms(v, 1) for status, v in sorted(by.items())} for route, by in sorted(times.items())}
+
+
 async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
     url = srv.url
     adds, searches = Tally(), Tally()
@@ -151,7 +177,7 @@ async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]
                 await back_off(r, deadline)
                 n += 1
 
-        t0, cpu0 = time.perf_counter(), group_cpu_s(srv.pid)
+        t0, cpu0, log0 = time.perf_counter(), group_cpu_s(srv.pid), log_size(srv)
         await asyncio.gather(*(adder(i) for i in range(args.adders)), *(searcher(i) for i in range(args.searchers)))
         wall, cpu1 = time.perf_counter() - t0, group_cpu_s(srv.pid)
     # The server's CPU time per request answered: what a shared, noisy machine changes least.
@@ -159,7 +185,8 @@ async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]
     answered = sum(len(v) for t in (adds, searches) for v in t.latencies_s.values())
     return {"wall_s": round(wall, 1), "server_cpu_s": None if cpu is None else round(cpu, 1),
             "server_cpu_ms_per_answer": round(1000 * cpu / answered, 1) if cpu is not None and answered else None,
-            "add": adds.report(wall), "search": searches.report(wall), "acked": acked}
+            "add": adds.report(wall), "search": searches.report(wall),
+            "server_ms": server_times(srv, log0), "acked": acked}
 
 
 async def found(url: str, user_id: str, marks: list[tuple[str, str]], concurrency: int = 8) -> dict[str, int]:
