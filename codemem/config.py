@@ -65,13 +65,13 @@ class Settings:
     # above what an evaluation platform sends at once (64 Adds, 256 Searches).
     max_inflight_adds: int = 256
     max_inflight_searches: int = 1024
-    # Admitted Adds (Searches) worked on at once, each on a thread; the others wait their turn
-    # holding no thread, so a 503 is not queued behind them (issue 18). A Search is CPU work
-    # end to end: a few at a time. An Add mostly waits for its group commit, which joins the
-    # Adds waiting together: with 4 at a time each answer cost ~15% more CPU (more, smaller
-    # commits) than with 16, measured by eval.load at 32 Add + 64 Search clients.
-    add_threads: int = 16
-    search_threads: int = 4
+    # Admitted Adds (Searches) worked on at once, each on a thread of its kind's own, the
+    # others waiting their turn holding no thread (0: anyio's shared pool of 40, as before).
+    # Measured on a shared 2-core machine (issue 18, eval/README.md): 4 Add threads cost ~15%
+    # more CPU per answer (smaller group commits), 16 Add + 4 Search threads no better than
+    # the shared pool; to be swept on a quiet machine.
+    add_threads: int = 0
+    search_threads: int = 0
     # Search: the knobs of the search configuration (codemem/ranking/recipes.py, where their
     # values are explained) that a deployment may set; the rest is DEFAULT_SEARCH.
     candidates: int = DEFAULT_SEARCH.candidates
