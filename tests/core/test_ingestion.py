@@ -260,10 +260,10 @@ def test_a_card_without_a_task_keeps_its_vector_until_the_session_goes_quiet(mem
     assert caught_up["text"] == second["text"]
     expected = memory.embedder.embed([caught_up["text"]], memory.settings.embed_max_tokens)[0]
     assert sum(a * b for a, b in zip(caught_up["vector"], expected, strict=True)) > 0.999
-    # Deferred again (below), then the task arrives: that Add embeds it, and no refresh is owed.
-    # An Add that leaves the card's text as it was owes nothing either.
+    # An Add that leaves the card's text as it was owes no refresh.
     memory.add(AddRequest("m-3", "dev", "mid-stream", [Message("assistant", "The root cause is the lexer.")]))
     assert memory.refresher.pending == 0
+    # Deferred again, then the task arrives: that Add embeds it, and no refresh is owed.
     bug = "I think the bug is that the lexer skips tabs in src/lexer.py, which is why the header is cut."
     memory.add(AddRequest("m-3b", "dev", "mid-stream", [Message("assistant", bug)]))
     assert memory.refresher.pending == 1
