@@ -40,8 +40,8 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
         app.state.api_key = settings.api_key
         app.state.memoryarena = memoryarena
         app.state.admission = {
-            "add": Admission("add", settings.max_inflight_adds),
-            "search": Admission("search", settings.max_inflight_searches),
+            "add": Admission("add", settings.max_inflight_adds, settings.add_threads),
+            "search": Admission("search", settings.max_inflight_searches, settings.search_threads),
         }
         app.state.ui_answers = ui.Answers()
         metrics.STORE.memory, metrics.STORE.admission = mem, app.state.admission

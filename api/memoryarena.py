@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import msgspec
-from anyio import to_thread
 from litestar import Controller, Request, post
 from litestar.datastructures import State
 
+from api.admission import Admission
 from api.auth import require_api_key
 from api.bodies import decode_body
 from codemem.config import ENV_PREFIX, read_env
@@ -117,26 +117,29 @@ class MemoryArenaController(Controller):
     @post("/initialize", status_code=200)
     async def initialize(self, request: Request, state: State) -> InitializeResponse:
         """Start `user_id` over with an empty memory (durable; a second call empties it again)."""
-        body = await decode_body(request, InitializeBody)
-        async with state.admission["add"].slot():
-            await to_thread.run_sync(_memories(state).initialize, body.user_id)
+        gate: Admission = state.admission["add"]
+        async with gate.slot():
+            body = await decode_body(request, InitializeBody)
+            await gate.run(_memories(state).initialize, body.user_id)
         return InitializeResponse(OK, body.user_id, body.memory_system_name)
 
     @post("/add", status_code=200)
     async def add(self, request: Request, state: State) -> AddChunkResponse:
         """Store one chunk; answered once it is durable and recallable. 404: not initialized."""
-        body = await decode_body(request, AddChunkBody)
-        async with state.admission["add"].slot():
-            await to_thread.run_sync(_memories(state).add, body.user_id, body.chunk)
+        gate: Admission = state.admission["add"]
+        async with gate.slot():
+            body = await decode_body(request, AddChunkBody)
+            await gate.run(_memories(state).add, body.user_id, body.chunk)
         return AddChunkResponse(OK, body.user_id)
 
     @post("/wrap_user_prompt", status_code=200)
     async def wrap_user_prompt(self, request: Request, state: State) -> WrapResponse:
         """The question with the user's most relevant memories before it. 404: not initialized."""
-        body = await decode_body(request, WrapBody)
         settings: MemoryArenaSettings = state.memoryarena
-        async with state.admission["search"].slot():
-            found = await to_thread.run_sync(
+        gate: Admission = state.admission["search"]
+        async with gate.slot():
+            body = await decode_body(request, WrapBody)
+            found = await gate.run(
                 _memories(state).recall, body.user_id, body.question, settings.top_k, settings.token_budget,
             )
         return WrapResponse(OK, body.user_id, wrap_prompt(body.question, found))

@@ -42,17 +42,19 @@ class MemoryController(Controller):
     @post("/add", status_code=200)
     async def add(self, request: Request, state: State) -> AddResponse:
         """Store one chunk; answered only once it is durable and searchable."""
-        req = await decode_body(request, AddRequest)
-        async with _admission(state, "add").slot():
-            result = await to_thread.run_sync(_memory(state).add, req)
+        gate = _admission(state, "add")
+        async with gate.slot():
+            req = await decode_body(request, AddRequest)
+            result = await gate.run(_memory(state).add, req)
         return AddResponse(True, result.request_id, result.user_id, result.session_id)
 
     @post("/search", status_code=200)
     async def search(self, request: Request, state: State) -> SearchResponse:
         """Ranked memory evidence for one question, at most top_k items."""
-        req = await decode_body(request, SearchRequest)
-        async with _admission(state, "search").slot():
-            return SearchResponse(data=await to_thread.run_sync(_memory(state).search, req))
+        gate = _admission(state, "search")
+        async with gate.slot():
+            req = await decode_body(request, SearchRequest)
+            return SearchResponse(data=await gate.run(_memory(state).search, req))
 
     @delete("/users/{user_id:path}", status_code=200)
     async def delete_user(self, state: State, user_id: FromPath[str]) -> DeleteResponse:

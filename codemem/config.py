@@ -65,6 +65,13 @@ class Settings:
     # above what an evaluation platform sends at once (64 Adds, 256 Searches).
     max_inflight_adds: int = 256
     max_inflight_searches: int = 1024
+    # Admitted Adds (Searches) worked on at once, each on a thread of its kind's own, the
+    # others waiting their turn holding no thread (0: anyio's shared pool of 40, as before).
+    # Measured on a shared 2-core machine (issue 18, eval/README.md): 4 Add threads cost ~15%
+    # more CPU per answer (smaller group commits), 16 Add + 4 Search threads no better than
+    # the shared pool; to be swept on a quiet machine.
+    add_threads: int = 0
+    search_threads: int = 0
     # Search: the knobs of the search configuration (codemem/ranking/recipes.py, where their
     # values are explained) that a deployment may set; the rest is DEFAULT_SEARCH.
     candidates: int = DEFAULT_SEARCH.candidates

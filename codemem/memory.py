@@ -24,13 +24,14 @@ from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.ranking.assemble import FoundExperience, group_by_session
-from codemem.ranking.locations import LocationIndexes, ticket_refs
+from codemem.ranking.card_indexes import CardIndexes
+from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import Query, parse_query
 from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up, session_ranks
 from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
-from codemem.ranking.subjects import SubjectIndex, SubjectIndexes
+from codemem.ranking.subjects import SubjectIndex
 from codemem.ranking.types import Candidate
 from codemem.refresher import SessionRefresher
 from codemem.store.lance import Store
@@ -55,8 +56,8 @@ class Memory:
         self.settings = settings
         self.search_config = search or settings.search_config()
         self.reranker = reranker
-        self._locations = LocationIndexes()
-        self._subjects = SubjectIndexes()
+        self._locations = CardIndexes(LocationIndex)
+        self._subjects = CardIndexes(SubjectIndex)
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
         self.compactor = Compactor(
@@ -162,6 +163,7 @@ class Memory:
                 results[i] = self._result(req, stored=len(messages))
             if rows:
                 self.writer.write(Append(rows))
+                self._cards_written(rows)
         return [results[i] for i in range(len(keyed))]
 
     def _write_derived(self, derived: sessions.Derived, messages: list[Row]) -> None:
@@ -169,6 +171,23 @@ class Memory:
         session had none yet (cheapest), else an upsert that replaces the card in place."""
         rows = messages + derived.rows
         self.writer.write(Upsert(rows, derived.stale_ids) if derived.replaces else Append(rows))
+        self._cards_written(derived.rows)
+
+    def _cards_written(self, rows: list[Row]) -> None:
+        """Bring the card indexes (locations, subjects) up to the cards among `rows`, just committed."""
+        by_user: dict[str, list[dict[str, object]]] = {}
+        for r in rows:
+            if r.kind == "card":
+                by_user.setdefault(r.user_key, []).append({"session_key": r.session_key, "refs": r.refs,
+                                                           "metadata": r.metadata})
+        for user_key, cards in by_user.items():
+            self._locations.put(user_key, cards)
+            self._subjects.put(user_key, cards)
+
+    def _forget_indexes(self, user_key: str | None) -> None:
+        """Rows were deleted: the card indexes of `user_key` (every user's: None) are read again."""
+        self._locations.forget(user_key)
+        self._subjects.forget(user_key)
 
     def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None) -> sessions.Derived | None:
         """The session's card and steps after this Add, or None when the rebuild is deferred."""
@@ -181,13 +200,19 @@ class Memory:
         if not sessions.rebuild_due(before.messages + len(req.messages), before.built):
             self._histories.forget(base.session_key)
             return None
-        return self._rebuild(base, before, req.messages)
+        derived = self._rebuild(base, before, req.messages, defer_untasked=True)
+        if derived.vector_deferred:  # its card's vector catches up when the session goes quiet
+            self.refresher.mark(req.user_id, req.session_id)
+        else:  # built from every message, its vector current: no refresh is owed
+            self.refresher.forget(req.user_id, req.session_id)
+        return derived
 
-    def _rebuild(self, base: Row, before: sessions.SessionState, new_messages: list[Message]) -> sessions.Derived:
+    def _rebuild(self, base: Row, before: sessions.SessionState, new_messages: list[Message],
+                 defer_untasked: bool = False) -> sessions.Derived:
         history = self._histories.messages(self.store, base.user_key, base.session_key, before.messages)
         derived = sessions.rebuild(
             self.embedder, self.settings.embed_max_tokens, base, before.derived, history, new_messages,
-            self.settings.embed_steps,
+            self.settings.embed_steps, defer_untasked,
         )
         # Cached before the write: if the write fails, the store holds fewer messages than
         # this entry, and the next rebuild reads them back instead.
@@ -290,11 +315,10 @@ class Memory:
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
-        # Both indexes are cached per store version; when both are stale, the cards are read once.
-        version = self.store.version()
+        # Both indexes are read from the user's cards, once when both need a read.
         cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
-        index = self._pool.submit(self._locations.get, user_key, version, cards)
-        subjects = self._pool.submit(self._subjects.get, user_key, version, cards)
+        index = self._pool.submit(self._locations.get, user_key, cards)
+        subjects = self._pool.submit(self._subjects.get, user_key, cards)
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
@@ -369,7 +393,10 @@ class Memory:
         if not user_id:
             raise InvalidInput("user_id must be a non-empty string")
         self._histories.clear()
-        return self.store.delete_user(key_of(user_id))
+        try:
+            return self.store.delete_user(key_of(user_id))
+        finally:
+            self._forget_indexes(key_of(user_id))
 
     def delete_experience(self, user_id: str, session_id: str) -> int:
         """Remove one experience of one user (its messages, card and steps); returns how
@@ -379,13 +406,19 @@ class Memory:
         session_key = key_of(user_id, session_id)
         with self.store.locks.session(session_key):
             self._histories.forget(session_key)
-            return self.store.delete_session(key_of(user_id), session_key)
+            try:
+                return self.store.delete_session(key_of(user_id), session_key)
+            finally:
+                self._forget_indexes(key_of(user_id))
 
     def purge(self, older_than: timedelta) -> int:
         """Remove every memory stored more than `older_than` ago, for all users."""
         cutoff = int((datetime.now(UTC) - older_than).timestamp() * 1000)
         self._histories.clear()
-        return self.store.delete_older_than(cutoff)
+        try:
+            return self.store.delete_older_than(cutoff)
+        finally:
+            self._forget_indexes(None)
 
     def store_health(self) -> dict[str, int]:
         """The store's figures for a health check; empty when they cannot be read just now

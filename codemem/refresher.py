@@ -29,6 +29,11 @@ class SessionRefresher:
         with self._lock:
             self._dirty[(user_id, session_id)] = time.monotonic()
 
+    def forget(self, user_id: str, session_id: str) -> None:
+        """The session was just rebuilt whole: nothing is left to catch up."""
+        with self._lock:
+            self._dirty.pop((user_id, session_id), None)
+
     @property
     def pending(self) -> int:
         return len(self._dirty)

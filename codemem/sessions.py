@@ -4,11 +4,13 @@ The messages of one `session_id` may arrive over many Adds, in any chunk size. A
 Add the whole session is rebuilt from its stored messages plus the new ones, and written in
 the same commit as the new messages (an upsert by id, so the card is replaced in place), so
 a Search never sees a chunk without its card. Steps the new build no longer has are deleted
-right after. Vectors of unchanged steps are reused: a rebuild embeds only what changed.
+right after. Vectors of unchanged steps are reused, and unchanged steps are not rewritten:
+a rebuild embeds and writes only what changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -152,6 +154,9 @@ class Derived(msgspec.Struct):
     stale_ids: list[str]  # derived rows stored before that the new build no longer has
     replaces: bool  # the session had derived rows before (the card is updated in place)
     conversation: bool = False  # a session with no code work (`Experience.metadata[CONVERSATION]`)
+    # The card kept its stored vector although its embedded text changed (`defer_untasked`):
+    # a later rebuild (the session's quiet-time refresh) embeds it.
+    vector_deferred: bool = False
 
 
 def experience_rows(
@@ -163,13 +168,20 @@ def experience_rows(
     message_count: int,
     embed_steps: bool,
     vectors: dict[str, np.ndarray] | None = None,
+    defer_untasked: bool = False,
 ) -> Derived:
     """Rows for the card and steps of one session; `base` carries the ids and timestamps,
     `stored` the session's derived rows before (their vectors are reused where unchanged).
 
     With `embed_steps` off only the card gets a vector and steps stay BM25- and
     reference-indexed: embedding every step would be most of an Add's cost. `vectors`
-    (fingerprint -> vector) are embeddings a batch computed beforehand."""
+    (fingerprint -> vector) are embeddings a batch computed beforehand.
+
+    A card with no task (no user text in the session yet: a stream that starts mid-session)
+    embeds its whole text, which every Add changes; with `defer_untasked` it keeps its stored
+    vector instead (`Derived.vector_deferred`), so such a session costs one embedding when it
+    goes quiet rather than one per Add (a model pass over 256 tokens, ~90 ms of CPU on a
+    2-core machine, ran on every such Add; issue 18)."""
     card = experience.card
     conversation = bool(experience.metadata.get(CONVERSATION))
     # A conversation's card carries no coding fields: they would only say "none".
@@ -206,20 +218,53 @@ def experience_rows(
     # The card's vector reads the task alone: a later task is compared with earlier tasks,
     # and the task does not change as the session's chunks arrive, so it is embedded once.
     texts = [card.task or card.text] + ([st.text for st in experience.steps] if embed_steps else [])
-    _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
+    kept = _stored_card(stored) if defer_untasked and not card.task else None
+    if kept is not None and embedder.fingerprints(texts[:1], max_tokens)[0] == _vec_key(kept):
+        kept = None  # the model's input did not change: its vector is reused below, none is owed
+    if kept is not None:  # the card keeps its vector (and its fingerprint); the steps are embedded
+        rows[0].vector = np.asarray(kept["vector"], dtype=np.float32)
+        rows[0].metadata = _ENCODER.encode(card_meta | {"vec": _vec_key(kept)}).decode()
+        _embed(rows[1: len(texts)], texts[1:], stored, embedder, max_tokens, vectors or {})
+    else:
+        _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
-    return Derived(rows=rows, stale_ids=stale, replaces=bool(stored), conversation=conversation)
+    return Derived(rows=rows[:1] + _changed(rows[1:], stored), stale_ids=stale, replaces=bool(stored),
+                   conversation=conversation, vector_deferred=kept is not None)
+
+
+def _changed(steps: list[Row], stored: list[dict[str, object]]) -> list[Row]:
+    """The step rows that are new or differ from their stored copy. A rebuild after an Add
+    changes the last steps at most, and the store's merge costs by the rows it writes: a card
+    with 11 steps 30-39 ms of CPU, the card alone 16-24 ms (issue 18). Each step's metadata
+    keeps a digest of what it stores (`h`) to compare with."""
+    held = {r["id"]: msgspec.json.decode(str(r["metadata"])).get("h") for r in stored if r["kind"] == "step"}
+    out = []
+    for r in steps:
+        meta = msgspec.json.decode(r.metadata)
+        meta["h"] = hashlib.blake2b(_ENCODER.encode([r.text, r.refs, r.position, r.role, r.content, meta]),
+                                    digest_size=8).hexdigest()
+        r.metadata = _ENCODER.encode(meta).decode()
+        if held.get(r.id) != meta["h"]:
+            out.append(r)
+    return out
+
+
+def _stored_card(stored: list[dict[str, object]]) -> dict[str, object] | None:
+    """The stored card row, when it has a vector."""
+    return next((r for r in stored if r["kind"] == "card" and r.get("vector") is not None), None)
+
+
+def _vec_key(row: dict[str, object]) -> object:
+    """The fingerprint of the input the row's vector was embedded from (None: no vector)."""
+    return msgspec.json.decode(str(row["metadata"])).get("vec")
 
 
 def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,
            computed: dict[str, np.ndarray]) -> None:
     """Set each row's vector to the embedding of its text in `texts`, reusing stored vectors
     wherever the model's input is unchanged (the fingerprint is kept in `metadata.vec`)."""
-    known = {
-        msgspec.json.decode(str(r["metadata"])).get("vec"): np.asarray(r["vector"], dtype=np.float32)
-        for r in stored
-    } | computed
+    known = {_vec_key(r): np.asarray(r["vector"], dtype=np.float32) for r in stored} | computed
     keys = embedder.fingerprints(texts, max_tokens)
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
     vectors = embedder.embed(list(missing.values()), max_tokens)
@@ -239,6 +284,7 @@ def rebuild(
     history: list[Message],
     new_messages: list[Message],
     embed_steps: bool,
+    defer_untasked: bool = False,
 ) -> Derived:
     """The session's card and step rows after `new_messages` join its `history`."""
     # Imported here: building an experience parses trajectories, which a search never does.
@@ -246,4 +292,5 @@ def rebuild(
 
     messages = history + new_messages
     experience = build_experience(messages)
-    return experience_rows(experience, base, stored, embedder, max_tokens, len(messages), embed_steps)
+    return experience_rows(experience, base, stored, embedder, max_tokens, len(messages), embed_steps,
+                           defer_untasked=defer_untasked)

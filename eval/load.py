@@ -2,13 +2,22 @@
 
     python -m eval.load                       # 64 Add + 256 Search clients for 60 s
     python -m eval.load --seconds 20 --adders 16 --searchers 64
+    python -m eval.load --adders 32 --searchers 64 --single-message --preload 20000 \
+        --out eval/results/load-32x64.json     # the issue-18 targets' setting
     python -m eval.load --env CODEMEM_MAX_INFLIGHT_ADDS=8 --out eval/results/load-shed.json
 
-1. Preload: `--preload` messages of real trajectories into one user_id.
+1. Preload: `--preload` messages of real trajectories into one user_id (`--preload-clients`
+   at once; the trajectories are cycled under new session ids when more are asked for).
 2. Sustained: `--adders` clients send 20-message chunks of real trajectories (each chunk's
-   last message is a unique check mark), `--searchers` clients send related tasks'
-   problem statements (top_k 100), all at once for `--seconds`. Reported: requests done,
-   statuses and errors per endpoint, latency p50/p95/p99.
+   last message is a unique check mark; with `--single-message`, one real message each,
+   the mark appended to it), `--searchers` clients send related tasks' problem statements
+   (top_k 100), all at once for `--seconds`. A client answered 503 waits its Retry-After,
+   as a platform does. Reported per endpoint: statuses and transport errors, acknowledged
+   throughput (answers 200 per second of the phase's wall time, its drain included),
+   latency p50/p95/p99 of the answers 200 only, and the shed rate (503 share, and the
+   latency of the 503 answers: admission decides before any work, so it stays short);
+   `server_ms` gives the same per route and status as the server's access log timed them
+   (the client's own delays left out), and `server_cpu_ms_per_answer` the server's CPU time.
 3. Zero lost: every acknowledged Add's mark is searched afterwards and must come back in a
    Search answer of its user.
 4. Retry storm: `--storm` Adds each sent 3 times at once with one request_id; each mark must
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import time
@@ -38,31 +48,45 @@ import httpx
 
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import finish, provenance
-from eval._server import Server, ServerError, running_server
+from eval._server import Server, ServerError, proc_cpu_s, running_server
 from eval._stats import summary_ms
 from eval.latency import load_queries, load_sessions
 
 CHUNK = 20
+SHED = 503  # the admission bound's answer (with Retry-After)
 
 
 @dataclass
 class Tally:
-    """What one endpoint saw during the sustained phase."""
+    """What one endpoint saw during the sustained phase: latencies by status."""
 
-    latencies_s: list[float] = field(default_factory=list)
+    latencies_s: dict[int, list[float]] = field(default_factory=dict)
     statuses: Counter[str] = field(default_factory=Counter)
 
-    def report(self) -> dict[str, object]:
-        return {"requests": sum(self.statuses.values()), "statuses": dict(self.statuses),
-                "latency_ms": summary_ms(self.latencies_s)}
+    def record(self, status: int, seconds: float) -> None:
+        self.latencies_s.setdefault(status, []).append(seconds)
+        self.statuses[str(status)] += 1
+
+    def report(self, wall_s: float) -> dict[str, object]:
+        requests = sum(self.statuses.values())
+        ok, shed = self.latencies_s.get(200, []), self.latencies_s.get(SHED, [])
+        return {"requests": requests, "statuses": dict(self.statuses),
+                "acknowledged": len(ok), "throughput_per_s": round(len(ok) / wall_s, 2) if wall_s else None,
+                "latency_ms": summary_ms(ok, 1),  # answers 200 only
+                "shed": {"share": round(len(shed) / requests, 4) if requests else 0.0,
+                         "latency_ms": summary_ms(shed, 1)}}
 
 
 def chunks_of(sessions: list[tuple[str, list[dict]]]) -> list[list[dict]]:
     return [msgs[i:i + CHUNK] for _, msgs in sessions for i in range(0, len(msgs), CHUNK)]
 
 
-def marked(chunk: list[dict], mark: str) -> list[dict]:
-    """The chunk with one more short message carrying `mark` (never the session's task)."""
+def marked(chunk: list[dict], mark: str, single: bool = False) -> list[dict]:
+    """The chunk with one more short message carrying `mark` (never the session's task);
+    `single`: only the chunk's first message, `mark` appended to its text."""
+    if single:
+        first = chunk[0]
+        return [{**first, "content": f"{first['content']}\n[load check {mark}]"}]
     return [*chunk, {"role": "assistant", "content": f"[load check {mark}]"}]
 
 
@@ -75,12 +99,57 @@ async def post(client: httpx.AsyncClient, path: str, body: dict, tally: Tally | 
             tally.statuses[type(exc).__name__] += 1
         return None
     if tally is not None:
-        tally.latencies_s.append(time.perf_counter() - t0)
-        tally.statuses[str(r.status_code)] += 1
+        tally.record(r.status_code, time.perf_counter() - t0)
     return r
 
 
-async def sustained(url: str, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
+async def back_off(r: httpx.Response | None, deadline: float) -> None:
+    """After a 503, wait what its Retry-After says (within the phase), as a platform does."""
+    if r is not None and r.status_code == SHED:
+        wait = float(r.headers.get("retry-after", "1"))
+        await asyncio.sleep(max(0.0, min(wait, deadline - time.monotonic())))
+
+
+def group_cpu_s(pgid: int) -> float | None:
+    """CPU seconds so far of the server's process group (its workers too, with --workers)."""
+    total, found = 0.0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+        except (OSError, IndexError, ValueError):
+            continue
+        if (cpu := proc_cpu_s(int(stat.parent.name))) is not None:
+            total, found = total + cpu, True
+    return total if found else None
+
+
+def log_size(srv: Server) -> int:
+    try:
+        return os.path.getsize(srv.log_path)
+    except OSError:
+        return 0
+
+
+def server_times(srv: Server, since: int) -> dict[str, dict[str, object]]:
+    """The server's own time per answer (its access log, from `since` on) by route and status:
+    what a client sees less the client's own delays, which with hundreds of connections in
+    one Python process on 2 busy cores are a large part of the client-side figures."""
+    times: dict[str, dict[str, list[float]]] = {}
+    with open(srv.log_path, "rb") as f:
+        f.seek(since)
+        for line in f:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("msg") == "request" and entry.get("route") in ("/add", "/search"):
+                times.setdefault(entry["route"], {}).setdefault(str(entry["status"]), []).append(entry["ms"] / 1000)
+    return {route: {status: summary_ms(v, 1) for status, v in sorted(by.items())} for route, by in sorted(times.items())}
+
+
+async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
+    url = srv.url
     adds, searches = Tally(), Tally()
     acked: list[tuple[str, str]] = []  # (session_id, mark) of every Add answered 200
     deadline = time.monotonic() + args.seconds
@@ -93,23 +162,31 @@ async def sustained(url: str, args: argparse.Namespace, pool: list[list[dict]], 
                 mark = f"m{uuid.uuid4().hex[:16]}"
                 session = f"load-{i}-{n // 5}"  # five chunks per session
                 body = {"user_id": "load", "session_id": session, "request_id": f"load-{i}-{n}",
-                        "messages": marked(pool[(i * 7919 + n) % len(pool)], mark)}
+                        "messages": marked(pool[(i * 7919 + n) % len(pool)], mark, args.single_message)}
                 r = await post(client, "/add", body, adds)
                 if r is not None and r.status_code == 200:
                     acked.append((session, mark))
+                await back_off(r, deadline)
                 n += 1
 
         async def searcher(i: int) -> None:
             n = 0
             while time.monotonic() < deadline:
                 q = queries[(i * 31 + n) % len(queries)]
-                await post(client, "/search", {"user_id": "load", "query": q, "top_k": 100}, searches)
+                r = await post(client, "/search", {"user_id": "load", "query": q, "top_k": 100}, searches)
+                await back_off(r, deadline)
                 n += 1
 
-        t0 = time.perf_counter()
+        t0, cpu0, log0 = time.perf_counter(), group_cpu_s(srv.pid), log_size(srv)
         await asyncio.gather(*(adder(i) for i in range(args.adders)), *(searcher(i) for i in range(args.searchers)))
-        wall = time.perf_counter() - t0
-    return {"wall_s": round(wall, 1), "add": adds.report(), "search": searches.report(), "acked": acked}
+        wall, cpu1 = time.perf_counter() - t0, group_cpu_s(srv.pid)
+    # The server's CPU time per request answered: what a shared, noisy machine changes least.
+    cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+    answered = sum(len(v) for t in (adds, searches) for v in t.latencies_s.values())
+    return {"wall_s": round(wall, 1), "server_cpu_s": None if cpu is None else round(cpu, 1),
+            "server_cpu_ms_per_answer": round(1000 * cpu / answered, 1) if cpu is not None and answered else None,
+            "add": adds.report(wall), "search": searches.report(wall),
+            "server_ms": server_times(srv, log0), "acked": acked}
 
 
 async def found(url: str, user_id: str, marks: list[tuple[str, str]], concurrency: int = 8) -> dict[str, int]:
@@ -197,21 +274,25 @@ async def crash(srv: Server, clients: int, after_s: float) -> dict[str, object]:
             "unacknowledged_stored_whole": sum(parts[m] == 2 for _, m in sent if m not in acked)}
 
 
-async def preload(url: str, pool: list[list[dict]], messages: int) -> int:
+async def preload(url: str, pool: list[list[dict]], messages: int, clients: int) -> int:
+    """`messages` messages in the pool's chunks (cycled, each pass under new session ids),
+    sent by `clients` clients at once; a 503 is retried after its Retry-After."""
     sent = 0
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
-        sem = asyncio.Semaphore(4)
+        sem = asyncio.Semaphore(clients)
 
         async def one(i: int, chunk: list[dict]) -> None:
             async with sem:
-                r = await post(client, "/add", {"user_id": "load", "session_id": f"pre-{i // 5}",
-                                                "request_id": f"pre-{i}", "messages": chunk})
+                body = {"user_id": "load", "session_id": f"pre-{i // 5}", "request_id": f"pre-{i}", "messages": chunk}
+                while (r := await post(client, "/add", body)) is not None and r.status_code == SHED:
+                    await back_off(r, time.monotonic() + 60)
                 assert r is not None and r.status_code == 200, r
 
         todo = []
-        for i, chunk in enumerate(pool):
-            if sent >= messages:
+        for i in itertools.count():
+            if sent >= messages or not pool:
                 break
+            chunk = pool[i % len(pool)]
             todo.append(one(i, chunk))
             sent += len(chunk)
         await asyncio.gather(*todo)
@@ -224,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--adders", type=int, default=64)
     p.add_argument("--searchers", type=int, default=256)
     p.add_argument("--preload", type=int, default=2000, help="messages stored before the load starts")
+    p.add_argument("--preload-clients", type=int, default=8, help="Add clients sending the preload")
+    p.add_argument("--single-message", action="store_true",
+                   help="each sustained-phase Add carries one message (default: a 20-message chunk)")
     p.add_argument("--storm", type=int, default=100, help="Adds sent three times at once")
     p.add_argument("--crash-clients", type=int, default=16, help="Add clients streaming when the server is killed")
     p.add_argument("--crash-after", type=float, default=10, help="seconds of streaming before SIGKILL")
@@ -242,9 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     with running_server(env=env) as srv:
         print(f"server {srv.url}; preloading {args.preload:,} messages ...", flush=True)
-        preloaded = asyncio.run(preload(srv.url, pool, args.preload))
+        preloaded = asyncio.run(preload(srv.url, pool, args.preload, args.preload_clients))
         print(f"sustained: {args.adders} Add + {args.searchers} Search clients for {args.seconds:.0f} s ...", flush=True)
-        load = asyncio.run(sustained(srv.url, args, pool, queries))
+        load = asyncio.run(sustained(srv, args, pool, queries))
         acked = load.pop("acked")
         print(f"  {load}", flush=True)
         print(f"checking {len(acked):,} acknowledged Adds ...", flush=True)

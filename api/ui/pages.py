@@ -82,7 +82,7 @@ class UiController(Controller):
             request = SearchRequest(user_id=user_id, query=q, top_k=SEARCH_DEPTH)
             admission: Admission = state.admission["search"]
             async with admission.slot():
-                hits = await to_thread.run_sync(memory.search, request)
+                hits = await admission.run(memory.search, request)
             kept = Answer(user_id, q, hits)
             token = answers.keep(kept)
         context.update(results=kept.hits[: shown * PAGE], more=len(kept.hits) > shown * PAGE, token=token,

@@ -13,8 +13,8 @@ separately with the experiences whose items mention them (`ticket_refs`): the sa
 is the surest link between two tasks there is.
 
 The index is built from the user's card rows (their `refs` column and the edited files and
-symbols in their metadata) and cached per user and store version: one read of the cards,
-then every Search is a few set lookups.
+symbols in their metadata) and cached per user: one read of the cards, then every Search is
+a few set lookups (`ranking/card_indexes.py` keeps it current as cards are written).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,15 +62,31 @@ class LocationIndex:
         """From card rows with `session_key`, `refs` (space-separated keys) and `metadata`
         (JSON with `edited_files` and `edited_symbols`)."""
         index = cls()
+        index.put(cards)
+        return index
+
+    def put(self, cards: Iterable[Mapping[str, Any]]) -> None:
+        """Add these cards, each replacing its session's card if the index holds one."""
         for card in cards:
             meta = json.loads(str(card.get("metadata") or "{}"))
             edited = parsers.CodeRefs(files=list(meta.get("edited_files") or []),
                                       symbols=list(meta.get("edited_symbols") or [])).terms()
             keys = frozenset(str(card.get("refs") or "").split()) | frozenset(edited)
-            index.experiences[str(card["session_key"])] = ExperienceCode(frozenset(edited), keys)
+            session_key = str(card["session_key"])
+            if (old := self.experiences.get(session_key)) is not None:
+                for key in old.mentioned:
+                    self.df[key] -= 1
+                    if not self.df[key]:
+                        del self.df[key]
+            self.experiences[session_key] = ExperienceCode(frozenset(edited), keys)
             for key in keys:
-                index.df[key] = index.df.get(key, 0) + 1
-        return index
+                self.df[key] = self.df.get(key, 0) + 1
+
+    def with_cards(self, cards: Iterable[Mapping[str, Any]]) -> LocationIndex:
+        """A copy with these cards put in (Searches may be reading this one meanwhile)."""
+        copy = LocationIndex(dict(self.experiences), dict(self.df))
+        copy.put(cards)
+        return copy
 
     def idf(self, key: str) -> float:
         df = self.df.get(key, 0)
@@ -94,25 +109,3 @@ class LocationIndex:
 def location_score(edited: float, mentioned: float, mention_weight: float) -> float:
     """One number per experience: edited keys count fully, mentioned ones `mention_weight`."""
     return edited + mention_weight * mentioned
-
-
-class LocationIndexes:
-    """Each user's `LocationIndex`, rebuilt when the store has changed since it was built."""
-
-    def __init__(self, max_users: int = 64) -> None:
-        self._lock = threading.Lock()
-        self._built: dict[str, tuple[int, LocationIndex]] = {}
-        self._max_users = max_users
-
-    def get(self, user_key: str, version: int, read_cards: Any) -> LocationIndex:
-        """The index of `user_key` at store `version`; `read_cards()` returns its card rows."""
-        with self._lock:
-            held = self._built.get(user_key)
-        if held is not None and held[0] == version:
-            return held[1]
-        index = LocationIndex.of_cards(read_cards())
-        with self._lock:
-            if len(self._built) >= self._max_users and user_key not in self._built:
-                self._built.pop(next(iter(self._built)))
-            self._built[user_key] = (version, index)
-        return index

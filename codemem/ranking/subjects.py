@@ -11,7 +11,7 @@ past a hundred larger commits.
 
 Only commit experiences (cards whose metadata names a `commit`) are indexed, so the signal is
 commit-specific: a memory of agent sessions has an empty index and ranks as before. The index
-is built from the user's card rows and cached per user and store version.
+is built from the user's card rows and kept per user (`ranking/card_indexes.py`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,16 +50,29 @@ class SubjectIndex:
         """From card rows with `session_key` and `metadata` (JSON; commit cards carry
         `commit` and `subject`)."""
         index = cls()
+        index.put(cards)
+        return index
+
+    def put(self, cards: Iterable[Mapping[str, Any]]) -> None:
+        """Add these cards' subjects, each replacing its session's if the index holds one."""
         for card in cards:
             meta = json.loads(str(card.get("metadata") or "{}"))
             if "commit" not in meta:
                 continue
-            words = stems(str(meta.get("subject") or ""))
             key = str(card["session_key"])
-            index.docs[key] = Counter(words)
-            index.lengths[key] = len(words)
-            index.df.update(set(words))
-        return index
+            if (old := self.docs.get(key)) is not None:
+                self.df.subtract(old.keys())
+                self.df += Counter()  # drops the stems no subject holds any more
+            words = stems(str(meta.get("subject") or ""))
+            self.docs[key] = Counter(words)
+            self.lengths[key] = len(words)
+            self.df.update(set(words))
+
+    def with_cards(self, cards: Iterable[Mapping[str, Any]]) -> SubjectIndex:
+        """A copy with these cards put in (Searches may be reading this one meanwhile)."""
+        copy = SubjectIndex(dict(self.docs), dict(self.lengths), Counter(self.df))
+        copy.put(cards)
+        return copy
 
     @property
     def commits(self) -> frozenset[str]:
@@ -84,25 +96,3 @@ class SubjectIndex:
                 scores[key] = s
         order = sorted(scores, key=lambda k: -scores[k])[:limit]
         return {k: i for i, k in enumerate(order, 1)}
-
-
-class SubjectIndexes:
-    """Each user's `SubjectIndex`, rebuilt when the store has changed since it was built."""
-
-    def __init__(self, max_users: int = 64) -> None:
-        self._lock = threading.Lock()
-        self._built: dict[str, tuple[int, SubjectIndex]] = {}
-        self._max_users = max_users
-
-    def get(self, user_key: str, version: int, read_cards: Callable[[], Iterable[Mapping[str, Any]]]) -> SubjectIndex:
-        """The index of `user_key` at store `version`; `read_cards()` returns its card rows."""
-        with self._lock:
-            held = self._built.get(user_key)
-        if held is not None and held[0] == version:
-            return held[1]
-        index = SubjectIndex.of_cards(read_cards())
-        with self._lock:
-            if len(self._built) >= self._max_users and user_key not in self._built:
-                self._built.pop(next(iter(self._built)))
-            self._built[user_key] = (version, index)
-        return index

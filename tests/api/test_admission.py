@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -40,3 +42,41 @@ def test_over_capacity_is_503_with_retry_after_then_recovers(
         text = client.get("/metrics").text
         assert 'codemem_requests_refused_total{kind="add"} 1.0' in text
         assert 'codemem_requests_inflight{kind="add"} 0.0' in text
+
+
+def test_admitted_requests_wait_for_a_worker_and_the_one_over_the_bound_is_refused_at_once(
+    settings: Settings, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one Add thread and room for two Adds, the second waits without running and the
+    third is answered 503 while both are still pending: the refusal waits on no work."""
+    started: list[str] = []
+    release = threading.Event()
+    real_add = memory.add
+
+    def slow_add(req):  # type: ignore[no-untyped-def]
+        started.append(req.request_id)
+        release.wait(30)
+        return real_add(req)
+
+    monkeypatch.setattr(memory, "add", slow_add)
+    bounded = settings.replace(max_inflight_adds=2, add_threads=1)
+    with make_client(bounded, memory) as client, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(client.post, "/add", json=add_body("a1"))
+        _wait_until(lambda: bool(started))
+        second = pool.submit(client.post, "/add", json=add_body("a2", session_id="s2"))
+        _wait_until(lambda: client.app.state.admission["add"].inflight == 2)
+        refused = client.post("/add", json=add_body("a3", session_id="s3"))
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "2"
+        assert started == ["a1"]  # the second is admitted but holds no thread yet
+        assert not first.done() and not second.done()
+        release.set()
+        assert first.result(timeout=60).status_code == 200
+        assert second.result(timeout=60).status_code == 200
+        assert started == ["a1", "a2"]
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)

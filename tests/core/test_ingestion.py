@@ -56,9 +56,26 @@ def test_card_is_the_same_whatever_the_chunking(tmp_path: Path, embedder: MiniLM
         m = Memory(Settings(data_dir=str(tmp_path / f"d{chunk}"), compact_interval_s=0), embedder=embedder)
         for req in transcript_requests("t", transcript, "dev", chunk):
             m.add(req)
-        texts.append(_cards(m, "dev")[0]["text"])
+        steps = m.store.rows(f"user_key = '{key_of('dev')}' AND kind = 'step'", columns=["id", "text", "refs", "position"])
+        texts.append((_cards(m, "dev")[0]["text"], sorted((s["id"], s["text"], s["refs"], s["position"]) for s in steps)))
         m.close()
+    # Chunk by chunk, a rebuild rewrites only the steps that changed: the same steps result.
     assert texts[0] == texts[1]
+
+
+@needs_data
+def test_a_rebuild_rewrites_only_the_steps_that_changed(memory: Memory, transcript_file: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = transcript_requests("t", load_claude_code_jsonl(transcript_file), "dev", 5)
+    for req in requests[:-1]:
+        memory.add(req)
+    written = []
+    real_write = memory.writer.write
+    monkeypatch.setattr(memory.writer, "write", lambda op: (written.append(op), real_write(op)))
+    memory.add(requests[-1])
+    steps = memory.store.rows(f"user_key = '{key_of('dev')}' AND kind = 'step'", columns=["id"])
+    rewritten = [r for op in written for r in op.rows if r.kind == "step"]
+    assert len(steps) > 2 and len(rewritten) < len(steps) / 2
 
 
 @needs_data
@@ -233,3 +250,37 @@ def test_long_sessions_rebuild_on_a_schedule_and_catch_up_when_quiet(
     after = sessions.state(memory.store, key_of("dev", "long-session"))
     assert (after.messages, after.built) == (40, 40)
     assert len(_cards(memory, "dev")) == 1
+
+
+def test_a_card_without_a_task_keeps_its_vector_until_the_session_goes_quiet(memory: Memory) -> None:
+    """A session that starts mid-stream (no user text yet) embeds its whole card, which every
+    Add changes: it is embedded once per quiet spell, not once per Add."""
+    from codemem.models import Message
+
+    session_key = key_of("dev", "mid-stream")
+
+    def card() -> dict:
+        return memory.store.session_rows(session_key, ["card"], columns=["text", "vector"])[0]
+
+    memory.add(AddRequest("m-1", "dev", "mid-stream", [Message("assistant", "I opened src/app.py and ran the tests")]))
+    first = card()
+    cause = "The root cause is that parse_header drops the last byte, so I will fix it in src/app.py."
+    memory.add(AddRequest("m-2", "dev", "mid-stream", [Message("assistant", cause)]))
+    second = card()
+    assert second["text"] != first["text"]
+    assert second["vector"] == first["vector"]
+    assert memory.refresher.pending == 1
+    memory.refresher.flush()
+    caught_up = card()
+    assert caught_up["text"] == second["text"]
+    expected = memory.embedder.embed([caught_up["text"]], memory.settings.embed_max_tokens)[0]
+    assert sum(a * b for a, b in zip(caught_up["vector"], expected, strict=True)) > 0.999
+    # An Add that leaves the card's text as it was owes no refresh.
+    memory.add(AddRequest("m-3", "dev", "mid-stream", [Message("assistant", "The root cause is the lexer.")]))
+    assert memory.refresher.pending == 0
+    # Deferred again, then the task arrives: that Add embeds it, and no refresh is owed.
+    bug = "I think the bug is that the lexer skips tabs in src/lexer.py, which is why the header is cut."
+    memory.add(AddRequest("m-3b", "dev", "mid-stream", [Message("assistant", bug)]))
+    assert memory.refresher.pending == 1
+    memory.add(AddRequest("m-4", "dev", "mid-stream", [Message("user", "Please fix the header parser crash")]))
+    assert memory.refresher.pending == 0

@@ -6,8 +6,12 @@ import json
 
 import pytest
 
-from codemem.ranking.locations import LocationIndex, LocationIndexes, location_score, ticket_refs
+from codemem.memory import Memory
+from codemem.models import AddRequest, Message, SearchRequest
+from codemem.ranking.card_indexes import CardIndexes
+from codemem.ranking.locations import LocationIndex, location_score, ticket_refs
 from codemem.ranking.query import parse_query
+from codemem.store.schema import key_of
 
 
 def _card(key: str, refs: list[str], edited_files: list[str] = (), edited_symbols: list[str] = ()) -> dict:  # type: ignore[assignment]
@@ -62,20 +66,99 @@ def test_ticket_pr_and_commit_references_are_found() -> None:
     assert "#123" not in refs
 
 
-def test_indexes_are_rebuilt_when_the_store_version_changes() -> None:
-    reads = []
+class _Cards:
+    """A user's cards in a store, counting the reads of them."""
 
-    def read() -> list[dict]:
-        reads.append(1)
-        return [_card("a", ["x_y"])]
+    def __init__(self, *cards: dict) -> None:
+        self.cards = list(cards)
+        self.reads = 0
 
-    cache = LocationIndexes()
-    assert cache.get("u", 1, read) is cache.get("u", 1, read)
-    assert len(reads) == 1
-    cache.get("u", 2, read)
-    assert len(reads) == 2
+    def __call__(self) -> list[dict]:
+        self.reads += 1
+        return list(self.cards)
+
+
+def test_an_index_is_read_once_and_kept_current_by_the_cards_written() -> None:
+    a, b = _Cards(_card("a1", ["x_y"])), _Cards(_card("b1", ["x_y"]))
+    cache = CardIndexes(LocationIndex, max_age_s=3600)
+    assert set(cache.get("A", a).scores(["x_y"])) == {"a1"}
+    cache.get("B", b)
+    # B writes a card: A's index is not read again, B's gains the card without a read.
+    cache.put("B", [_card("b2", ["x_y", "only_b2"])])
+    assert set(cache.get("A", a).scores(["x_y"])) == {"a1"}
+    assert set(cache.get("B", b).scores(["only_b2"])) == {"b2"}
+    assert set(cache.get("B", b).scores(["x_y"])) == {"b1", "b2"}
+    assert (a.reads, b.reads) == (1, 1)
+
+
+def test_a_rewritten_card_replaces_its_keys_and_frequencies() -> None:
+    cache = CardIndexes(LocationIndex, max_age_s=3600)
+    cards = _Cards(_card("s", ["old_key", "shared_key"]), _card("t", ["shared_key"]))
+    cache.get("u", cards)
+    cache.put("u", [_card("s", ["new_key", "shared_key"])])
+    index = cache.get("u", cards)
+    assert index.scores(["old_key"]) == {}
+    assert set(index.scores(["new_key"])) == {"s"}
+    assert index.df["shared_key"] == 2 and "old_key" not in index.df
+    assert index.df == LocationIndex.of_cards([_card("s", ["new_key", "shared_key"]), _card("t", ["shared_key"])]).df
+
+
+def test_a_card_written_while_the_cards_are_read_is_not_lost() -> None:
+    cache = CardIndexes(LocationIndex, max_age_s=3600)
+
+    def read_before_the_commit() -> list[dict]:
+        # The write commits and is reported while this read runs, after it looked.
+        cache.put("u", [_card("new", ["key_new"])])
+        return [_card("old", ["key_old"])]
+
+    assert set(cache.get("u", read_before_the_commit).scores(["key_new", "key_old"])) == {"new", "old"}
+    assert set(cache.get("u", _Cards()).scores(["key_new"])) == {"new"}  # kept, not read again
+
+
+def test_indexes_are_read_again_when_old_or_forgotten() -> None:
+    now = [0.0]
+    cards = _Cards(_card("a", ["x_y"]))
+    cache = CardIndexes(LocationIndex, max_age_s=1.0, clock=lambda: now[0])
+    cache.get("u", cards)
+    now[0] = 0.5
+    cache.get("u", cards)
+    assert cards.reads == 1
+    now[0] = 1.5  # another process may have written cards meanwhile
+    cache.get("u", cards)
+    assert cards.reads == 2
+    cache.forget("u")  # rows were deleted
+    cards.cards = []
+    assert cache.get("u", cards).scores(["x_y"]) == {}
+    assert cards.reads == 3
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.5, 1.0])
 def test_location_score_weighs_mentions(weight: float) -> None:
     assert location_score(2.0, 1.0, weight) == 2.0 + weight
+
+
+def test_a_users_index_is_not_read_again_when_another_user_writes(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    real = memory.store.user_rows
+
+    def counted(user_key: str, kind: str, columns: list[str]) -> list[dict]:
+        reads.append(user_key)
+        return real(user_key, kind, columns)
+
+    monkeypatch.setattr(memory.store, "user_rows", counted)
+    monkeypatch.setattr(memory, "_locations", CardIndexes(LocationIndex, max_age_s=3600))  # no re-read for age
+
+    def add(user: str, session: str, path: str) -> None:
+        msgs = [Message("user", f"Fix the crash in {path}"), Message("assistant", f"Edited {path}: fixed it")]
+        memory.add(AddRequest(f"{user}-{session}", user, session, msgs))
+
+    def location(user: str, path: str) -> dict[str, float]:
+        hits = memory.search(SearchRequest(user_id=user, query=f"crash in {path}", top_k=5))
+        return {h.session_id: h.metadata["signals"]["location"] for h in hits if "signals" in h.metadata}
+
+    add("A", "a1", "pkg/alpha_mod.py")
+    assert location("A", "pkg/alpha_mod.py")["a1"] > 0
+    add("B", "b1", "pkg/alpha_mod.py")
+    add("A", "a2", "pkg/beta_mod.py")  # A's own write updates its index in place
+    assert location("A", "pkg/beta_mod.py")["a2"] > 0
+    assert reads == [key_of("A")]

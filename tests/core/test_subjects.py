@@ -8,7 +8,7 @@ import json
 from codemem.ranking.query import parse_query
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals, fuse
-from codemem.ranking.subjects import SubjectIndex, SubjectIndexes, stems
+from codemem.ranking.subjects import SubjectIndex, stems
 from codemem.ranking.types import Candidate
 
 
@@ -44,17 +44,12 @@ def test_only_commit_experiences_are_indexed() -> None:
     assert SubjectIndex.of_cards([_card("s", "fix the multiline mode", commit=False)]).ranks("multiline mode", 10) == {}
 
 
-def test_the_index_is_rebuilt_when_the_store_version_changes() -> None:
-    indexes, reads = SubjectIndexes(), []
-
-    def read() -> list[dict]:
-        reads.append(1)
-        return [_card("fix", "fix multiline mode")]
-
-    first = indexes.get("u", 1, read)
-    assert indexes.get("u", 1, read) is first and len(reads) == 1
-    indexes.get("u", 2, read)
-    assert len(reads) == 2
+def test_a_card_put_in_replaces_its_session_s_subject() -> None:
+    before = SubjectIndex.of_cards([_card("fix", "fix multiline mode"), _card("other", "speed up the walker")])
+    after = before.with_cards([_card("fix", "printer: handle colour flags")])
+    assert after.ranks("multiline mode", 10) == {} and before.ranks("multiline mode", 10) == {"fix": 1}
+    rebuilt = SubjectIndex.of_cards([_card("fix", "printer: handle colour flags"), _card("other", "speed up the walker")])
+    assert (after.docs, after.lengths, after.df) == (rebuilt.docs, rebuilt.lengths, rebuilt.df)
 
 
 def test_commit_rankings_change_nothing_where_they_are_absent() -> None:
