@@ -327,13 +327,14 @@ class Memory:
                                  self._commit_ranks(user_key, query, subjects.result(), limit)), items
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:
-        """The user's commit experiences ranked by the query's title: BM25 over their items'
-        text, and over their subjects (`ranking/subjects.py`); nothing when the memory holds
-        no commit experience (no query is run)."""
-        commits = subjects.commits
-        if not commits or not query.title_bm25.strip():
+        """Where the memory holds commit experiences, its experiences ranked by the query's
+        title: BM25 over their items' text (every experience's, so that a session competes
+        with the commits on the same terms in a memory holding both), and the commits by
+        their subjects (`ranking/subjects.py`). Nothing, and no query run, in a memory
+        without commits: there the weights were never chosen."""
+        if not subjects.commits or not query.title_bm25.strip():
             return {}
-        by_title = [c for c in self.store.fts(query.title_bm25, user_key, limit) if c.fields["session_key"] in commits]
+        by_title = self.store.fts(query.title_bm25, user_key, limit)
         return {"title": session_ranks(by_title), "subject": subjects.ranks(query.title, limit)}
 
     def _conversation_first(self, groups: list[FoundExperience]) -> bool:

@@ -42,9 +42,10 @@ class SessionSignals:
     ranks: dict[str, dict[str, int]]  # retriever name -> session key -> rank
     cosine: dict[str, float]  # session key -> cosine of its nearest item to the query
     location: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (edited, mentioned) idf mass
-    # Rankings of commit experiences alone, by the report's title ("title": BM25 over their
-    # text, "subject": over their subjects): name -> session key -> rank; only non-empty
-    # ones are held, so a memory of agent sessions has none.
+    # Rankings by the report's title, made only in a memory that holds commit experiences
+    # ("title": BM25 over every experience's text, "subject": over the commits' subjects):
+    # name -> session key -> rank; only non-empty ones are held, so a memory of agent
+    # sessions alone has none.
     commit_ranks: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @classmethod

@@ -92,4 +92,4 @@ def render_conversation(task: str, messages: int, first_ms: int | None, last_ms:
     if first_ms is not None and last_ms is not None:
         when = _minute(first_ms) + (f" to {_minute(last_ms)}" if _minute(last_ms) != _minute(first_ms) else "")
     head = f"## Conversation\n{messages} message{'' if messages == 1 else 's'}" + (f", {when}" if when else "") + "\n\n## Opening\n"
-    return head + _clip(task, max(max_chars - len(head), 200))
+    return (head + _clip(task, max(max_chars - len(head), 200)))[:max_chars]
