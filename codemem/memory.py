@@ -316,9 +316,10 @@ class Memory:
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
         # Both indexes are read from the user's cards, once when both need a read.
+        version = self.store.version()
         cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
-        index = self._pool.submit(self._locations.get, user_key, cards)
-        subjects = self._pool.submit(self._subjects.get, user_key, cards)
+        index = self._pool.submit(self._locations.get, user_key, cards, version)
+        subjects = self._pool.submit(self._subjects.get, user_key, cards, version)
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}

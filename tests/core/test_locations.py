@@ -132,6 +132,21 @@ def test_indexes_are_read_again_when_old_or_forgotten() -> None:
     assert cards.reads == 3
 
 
+def test_an_index_read_at_the_store_s_version_stays_current_until_the_version_moves() -> None:
+    now = [0.0]
+    cards = _Cards(_card("a", ["x_y"]))
+    cache = CardIndexes(LocationIndex, max_age_s=1.0, clock=lambda: now[0])
+    cache.get("u", cards, version=7)
+    now[0] = 100.0  # old, but nothing was written anywhere since: no read
+    cache.get("u", cards, version=7)
+    assert cards.reads == 1
+    cache.get("u", cards, version=8)  # something was written, and the index is old: read again
+    assert cards.reads == 2
+    now[0] = 100.5
+    cache.get("u", cards, version=9)  # young: this process's own cards were put in already
+    assert cards.reads == 2
+
+
 @pytest.mark.parametrize("weight", [0.0, 0.5, 1.0])
 def test_location_score_weighs_mentions(weight: float) -> None:
     assert location_score(2.0, 1.0, weight) == 2.0 + weight
