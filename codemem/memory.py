@@ -302,9 +302,15 @@ class Memory:
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
         quiet = config.quiet_below > 0 and all(why[g.session_key]["relevance"] < config.quiet_below  # type: ignore[operator]
-                                               for g in groups) and not self._conversation_first(groups)
-        return answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config),
+                                               for g in groups)
+        hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config),
                             why=why, quiet=quiet)
+        if quiet and hits and hits[0].metadata.get(CONVERSATION):
+            # The calibration was fitted on coding experiences and says nothing about a
+            # conversation: an answer whose best experience is one is never quiet. Known
+            # once its card is read, so only such answers are built twice.
+            hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config), why=why)
+        return hits
 
     def signals(self, user_id: str, text: str, config: SearchConfig, limit: int) -> tuple[SessionSignals, list[Candidate]]:
         """What each retriever and the code-location index say about this user's sessions
@@ -337,17 +343,6 @@ class Memory:
             return {}
         by_title = self.store.fts(query.title_bm25, user_key, limit)
         return {"title": session_ranks(by_title), "subject": subjects.ranks(query.title, limit)}
-
-    def _conversation_first(self, groups: list[FoundExperience]) -> bool:
-        """Whether the best experience is a conversation (card metadata `CONVERSATION`): the
-        relevance calibration was fitted on coding experiences and says nothing about one,
-        so an answer about conversations is never quiet. Read only when an answer would be
-        quiet (one ~10 ms read)."""
-        if not groups:
-            return False
-        cards = self.store.by_ids([groups[0].card.id])
-        meta = str(cards[0].fields.get("metadata") or "{}") if cards else "{}"
-        return bool(msgspec.json.decode(meta).get(CONVERSATION))
 
     def _rerank(self, text: str, groups: list[FoundExperience]) -> list[FoundExperience]:
         """`groups` reordered by the reranker, which reads the task and each card."""
