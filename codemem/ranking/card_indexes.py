@@ -13,19 +13,35 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 
-class CardIndex(Protocol):
+class CardIndex(ABC):
+    """An index of one user's card rows that later cards are put into."""
+
+    @abstractmethod
+    def put(self, cards: Iterable[Mapping[str, Any]]) -> None:
+        """Add these cards, each replacing its session's card if the index holds one."""
+
+    @abstractmethod
+    def copy(self) -> Self:
+        """A copy that can change while Searches read this one."""
+
     @classmethod
     def of_cards(cls, cards: Iterable[Mapping[str, Any]]) -> Self:
         """An index of these card rows."""
+        index = cls()
+        index.put(cards)
+        return index
 
     def with_cards(self, cards: Iterable[Mapping[str, Any]]) -> Self:
-        """A copy with these cards put in, each replacing its session's card (Searches may be
-        reading this one meanwhile)."""
+        """A copy with these cards put in (Searches may be reading this one meanwhile)."""
+        index = self.copy()
+        index.put(cards)
+        return index
 
 
 IndexT = TypeVar("IndexT", bound=CardIndex)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import parsers
+from codemem.ranking.card_indexes import CardIndex
 
 # Ticket, issue and pull-request URLs of the common trackers, and bare "#1234" references.
 _TICKET_URL = re.compile(r"/(?:ticket|issues|pull|pulls|merge_requests)/(\d{1,9})\b")
@@ -51,22 +52,16 @@ class ExperienceCode:
 
 
 @dataclass
-class LocationIndex:
+class LocationIndex(CardIndex):
     """The code keys of one user's experiences, with their document frequencies."""
 
     experiences: dict[str, ExperienceCode] = field(default_factory=dict)  # session_key -> keys
     df: dict[str, int] = field(default_factory=dict)
 
-    @classmethod
-    def of_cards(cls, cards: Iterable[Mapping[str, Any]]) -> LocationIndex:
-        """From card rows with `session_key`, `refs` (space-separated keys) and `metadata`
-        (JSON with `edited_files` and `edited_symbols`)."""
-        index = cls()
-        index.put(cards)
-        return index
-
     def put(self, cards: Iterable[Mapping[str, Any]]) -> None:
-        """Add these cards, each replacing its session's card if the index holds one."""
+        """Add these cards (rows with `session_key`, `refs`: space-separated keys, and
+        `metadata`: JSON with `edited_files` and `edited_symbols`), each replacing its
+        session's card if the index holds one."""
         for card in cards:
             meta = json.loads(str(card.get("metadata") or "{}"))
             edited = parsers.CodeRefs(files=list(meta.get("edited_files") or []),
@@ -82,11 +77,8 @@ class LocationIndex:
             for key in keys:
                 self.df[key] = self.df.get(key, 0) + 1
 
-    def with_cards(self, cards: Iterable[Mapping[str, Any]]) -> LocationIndex:
-        """A copy with these cards put in (Searches may be reading this one meanwhile)."""
-        copy = LocationIndex(dict(self.experiences), dict(self.df))
-        copy.put(cards)
-        return copy
+    def copy(self) -> LocationIndex:
+        return LocationIndex(dict(self.experiences), dict(self.df))
 
     def idf(self, key: str) -> float:
         df = self.df.get(key, 0)

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from codemem.ranking.card_indexes import CardIndex
 from codemem.ranking.query import IGNORED
 
 STEM = 5  # letters a word is cut to (set by hand, not searched)
@@ -38,23 +39,16 @@ def stems(text: str) -> list[str]:
 
 
 @dataclass
-class SubjectIndex:
+class SubjectIndex(CardIndex):
     """One user's commit experiences by the stems of their subjects."""
 
     docs: dict[str, Counter[str]] = field(default_factory=dict)  # session_key -> stem counts
     lengths: dict[str, int] = field(default_factory=dict)
     df: Counter[str] = field(default_factory=Counter)
 
-    @classmethod
-    def of_cards(cls, cards: Iterable[Mapping[str, Any]]) -> SubjectIndex:
-        """From card rows with `session_key` and `metadata` (JSON; commit cards carry
-        `commit` and `subject`)."""
-        index = cls()
-        index.put(cards)
-        return index
-
     def put(self, cards: Iterable[Mapping[str, Any]]) -> None:
-        """Add these cards' subjects, each replacing its session's if the index holds one."""
+        """Add these cards' subjects (card rows with `session_key` and `metadata`, JSON; commit
+        cards carry `commit` and `subject`), each replacing its session's if the index holds one."""
         for card in cards:
             meta = json.loads(str(card.get("metadata") or "{}"))
             if "commit" not in meta:
@@ -68,11 +62,8 @@ class SubjectIndex:
             self.lengths[key] = len(words)
             self.df.update(set(words))
 
-    def with_cards(self, cards: Iterable[Mapping[str, Any]]) -> SubjectIndex:
-        """A copy with these cards put in (Searches may be reading this one meanwhile)."""
-        copy = SubjectIndex(dict(self.docs), dict(self.lengths), Counter(self.df))
-        copy.put(cards)
-        return copy
+    def copy(self) -> SubjectIndex:
+        return SubjectIndex(dict(self.docs), dict(self.lengths), Counter(self.df))
 
     @property
     def commits(self) -> frozenset[str]:
