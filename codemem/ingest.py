@@ -89,7 +89,8 @@ def transcript_requests(name: str, t: Transcript, user_id: str, chunk: int, star
 
 
 def ingest_transcripts(memory: Memory, paths: list[str], user_id: str, chunk: int = 50, progress: bool = True) -> IngestReport:
-    """Each transcript's messages that its session does not hold yet."""
+    """Each transcript's messages that its session does not hold yet; the store is compacted
+    once at the end, as after `ingest_git`."""
     report = IngestReport()
     files = list(transcript_paths(paths))
     total = None if any(tarfile.is_tarfile(p) for p in files) else len(files)  # an archive holds many
@@ -108,7 +109,16 @@ def ingest_transcripts(memory: Memory, paths: list[str], user_id: str, chunk: in
             _count(report, memory.add(req).duplicate, len(req.messages))
         bar.update(1)
     bar.close()
+    _compact_after(memory, report)
     return report
+
+
+def _compact_after(memory: Memory, report: IngestReport) -> None:
+    """One compaction at the end of an import that added anything: a CLI or eval Memory runs
+    no compactor thread, and a store left with a fragment per Add or batch and an unindexed
+    tail makes every later Search scan them."""
+    if report.added:
+        memory.compactor.run_once()
 
 
 def commit_request(commit: CommitRecord, user_id: str) -> AddRequest:
@@ -171,10 +181,7 @@ def ingest_git(
         if pending:
             flush()
     bar.close()
-    if report.added:
-        # One compaction at the end: a CLI or eval Memory runs no compactor thread, and a
-        # store left with a fragment per batch and an unindexed tail makes every Search scan them.
-        memory.compactor.run_once()
+    _compact_after(memory, report)
     return report
 
 

@@ -120,6 +120,8 @@ def test_ingest_transcripts_counts_lines_that_do_not_parse(memory: Memory, tmp_p
     assert report.skipped_lines == 2
     assert report.skipped_where == [f"{path}:2", f"{path}:3"]  # named by file and line
     assert report.added == 1
+    assert memory.compactor.runs == 1  # compacted once at the end, as after ingest_git
+    assert memory.store.stats()["unindexed_rows"] == 0
 
 
 def test_ingest_missing_path_is_a_clear_cli_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
