@@ -167,7 +167,7 @@ def test_ingest_git_makes_one_experience_per_commit_and_finds_the_fix(memory: Me
 def test_ingest_git_embeds_cards_in_the_converting_process_as_this_one_would(
         memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long history is converted and its cards embedded in a second process (here a short
-    one): none is embedded here, and each card's vector and fingerprint are those an import
+    one), but for one chunk in three: each card's vector and fingerprint are those an import
     that embeds in this process stores."""
     from codemem import ingest
 
@@ -175,11 +175,12 @@ def test_ingest_git_embeds_cards_in_the_converting_process_as_this_one_would(
     assert ingest.ingest_git(memory, str(tmp_path / "repo"), "here", progress=False).added == 3
     assert memory.embedder.query_path == "onnx"
     monkeypatch.setattr(ingest, "_PROCESS_FROM", 0)
+    monkeypatch.setattr(ingest, "_CHUNK", 1)  # three conversion tasks: the third is embedded here
     embedded_here: list[str] = []
     real_embed = memory.embedder.embed
     monkeypatch.setattr(memory.embedder, "embed", lambda texts, n: embedded_here.extend(texts) or real_embed(texts, n))
     assert ingest.ingest_git(memory, str(tmp_path / "repo"), "aside", progress=False).added == 3
-    assert embedded_here == []
+    assert len(embedded_here) == 1
     def cards(user_id: str) -> list[dict]:
         return memory.store.user_rows(key_of(user_id), "card", ["session_id", "metadata", "vector"])
 
