@@ -156,7 +156,8 @@ class MiniLMEmbedder:
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         """Through the checked ONNX encoder where it is in (the same vectors as torch's, to
-        ~1e-7; a batch in ~20% less CPU), else torch's forward pass run directly: tokenised
+        ~2e-7; 256 ripgrep cards at 64 tokens in 2.9-3.3 s of CPU against torch's 3.6 s),
+        else torch's forward pass run directly: tokenised
         with truncation here, so it changes no state on the shared model (its
         max_seq_length) and a one-text query never waits behind an Add's batch. Torch
         batches of several texts take a lock, since torch already spreads one over every core.
