@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import itertools
 import multiprocessing
 import tarfile
@@ -20,8 +21,10 @@ from datetime import datetime
 from pathlib import Path
 
 import msgspec
+import numpy as np
 from tqdm import tqdm
 
+from codemem.embedding import MINILM_NAME, MiniLMEmbedder
 from codemem.experience.types import Experience
 from codemem.gitlog import CommitRecord, commit_to_experience, iter_changes, mainline_shas
 from codemem.gitstale import Staleness
@@ -37,6 +40,10 @@ GIT_BATCH = 32  # changes stored per commit to the store
 GIT_EMBED_TOKENS = 64
 _PROCESS_FROM = 200  # changes to import before a second process pays off (it starts in ~2 s)
 _CHUNK, _AHEAD = 16, 4  # changes per conversion task; tasks queued ahead of the consumer
+# One conversion task in this many leaves its cards to be embedded here: reading and storing
+# take this process about a third of the converting one's parsing and embedding (ripgrep,
+# 2.2k changes: 9 s against ~35 s of CPU), so sharing the embedding keeps both cores busy.
+_EMBED_HERE_EVERY = 3
 
 
 class IngestReport(msgspec.Struct):
@@ -146,8 +153,10 @@ def ingest_git(
     at the end, so the first Search after an import does not scan a fragment per batch.
 
     Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
-    ``Memory.add_sessions``); a long history is turned into experiences in a second process
-    (parsing diffs is CPU-bound Python), so reading, parsing and embedding use two cores.
+    ``Memory.add_sessions``); a long history is turned into experiences, and their cards
+    embedded, in a second process (where this one embeds with the checked ONNX encoder, which
+    that process loads from its cache; this one embeds one chunk in ``_EMBED_HERE_EVERY``), so
+    reading, parsing, embedding and storing keep two cores busy.
     """
     report = IngestReport()
     line = mainline_shas(repo, since=since, max_commits=max_commits)
@@ -160,20 +169,26 @@ def ingest_git(
     with contextlib.ExitStack() as stack:
         if todo >= _PROCESS_FROM:
             pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
-            converted: Iterator[tuple[CommitRecord, Experience]] = _converted_aside(pool, records)
+            # The checked ONNX encoder this process uses, cached, gives the same vectors there.
+            embed_aside = memory.embedder.name == MINILM_NAME and memory.embedder.query_path == "onnx"
+            converted: Iterator[Converted] = _converted_aside(pool, records, embed_aside)
         else:
-            converted = map(_convert, records)
+            converted = ((c, commit_to_experience(c), None) for c in records)
         pending: list[tuple[AddRequest, Experience]] = []
+        embedded: dict[str, np.ndarray] = {}
 
         def flush() -> None:
-            for result in memory.add_sessions(pending, embed_max_tokens=GIT_EMBED_TOKENS):
+            for result in memory.add_sessions(pending, embed_max_tokens=GIT_EMBED_TOKENS, embedded=embedded):
                 report.sources += 1
                 _count(report, result.duplicate, result.stored)
             bar.update(len(pending))
             pending.clear()
+            embedded.clear()
 
         staleness = Staleness()
-        for commit, experience in converted:
+        for commit, experience, vector in converted:
+            if vector is not None:
+                embedded[_embedded_text(experience)] = vector
             pending.append((commit_request(commit, user_id), staleness.mark(experience)))
             report.merges += len(commit.parents) > 1
             if len(pending) >= batch:
@@ -185,21 +200,40 @@ def ingest_git(
     return report
 
 
-def _convert(commit: CommitRecord) -> tuple[CommitRecord, Experience]:
-    return commit, commit_to_experience(commit)
+# A change, its experience, and its card's vector where the converting process embedded it.
+Converted = tuple[CommitRecord, Experience, "np.ndarray | None"]
 
 
-def _convert_many(commits: list[CommitRecord]) -> list[tuple[CommitRecord, Experience]]:
-    return [_convert(c) for c in commits]
+def _embedded_text(experience: Experience) -> str:
+    """What a change's card vector reads (``Memory.add_sessions`` embeds the same)."""
+    return experience.card.task or experience.card.text
 
 
-def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord]
-                     ) -> Iterator[tuple[CommitRecord, Experience]]:
-    """``records`` converted in ``pool``, in order, a few chunks ahead of the consumer (not
-    ``pool.map``, which reads the whole history into memory before the first result)."""
-    ahead: collections.deque[Future[list[tuple[CommitRecord, Experience]]]] = collections.deque()
-    while chunk := list(itertools.islice(records, _CHUNK)):
-        ahead.append(pool.submit(_convert_many, chunk))
+@functools.cache
+def _aside_embedder() -> MiniLMEmbedder:
+    """The converting process's embedder, made on its first chunk."""
+    return MiniLMEmbedder(threads=1)
+
+
+def _convert_many(commits: list[CommitRecord], embed: bool) -> list[Converted]:
+    """Experiences of ``commits``, and with ``embed`` their cards' vectors, embedded by the
+    cached ONNX encoder (no torch in this process; none where no encoder is cached)."""
+    done = [(c, commit_to_experience(c)) for c in commits]
+    vectors: list[np.ndarray | None] = [None] * len(done)
+    if embed and _aside_embedder().warm_queries():
+        vectors = list(_aside_embedder().embed([_embedded_text(e) for _, e in done], GIT_EMBED_TOKENS))
+    return [(c, e, v) for (c, e), v in zip(done, vectors, strict=True)]
+
+
+def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord], embed: bool) -> Iterator[Converted]:
+    """``records`` converted (and with ``embed``, their cards embedded) in ``pool``, in
+    order, a few chunks ahead of the consumer (not ``pool.map``, which reads the whole
+    history into memory before the first result)."""
+    ahead: collections.deque[Future[list[Converted]]] = collections.deque()
+    for n in itertools.count():
+        if not (chunk := list(itertools.islice(records, _CHUNK))):
+            break
+        ahead.append(pool.submit(_convert_many, chunk, embed and (n + 1) % _EMBED_HERE_EVERY != 0))
         if len(ahead) > _AHEAD:
             yield from ahead.popleft().result()
     while ahead:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import msgspec
+import numpy as np
 
 from codemem import answer, inventory, sessions
 from codemem.config import Settings
@@ -126,14 +127,16 @@ class Memory:
                     self._write_derived(derived, rows)
         return self._result(req, stored=len(rows))
 
-    def add_sessions(self, items: list[tuple[AddRequest, Experience]], embed_max_tokens: int | None = None
-                     ) -> list[AddResult]:
+    def add_sessions(self, items: list[tuple[AddRequest, Experience]], embed_max_tokens: int | None = None,
+                     embedded: Mapping[str, np.ndarray] | None = None) -> list[AddResult]:
         """Store a batch of whole sessions (one request each, with its experience: a git
         change), for importers: one look-up of what is stored, one embedding batch of the
         cards' tasks, one commit. A request whose session holds anything already stores
         nothing (``duplicate``), as does a retry of a stored request.
 
-        ``embed_max_tokens`` caps the card's embedded task (default: the settings')."""
+        ``embed_max_tokens`` caps the card's embedded task (default: the settings');
+        ``embedded`` holds vectors of card texts embedded beforehand at that cap by this
+        embedder (text -> vector; an importer's second process embeds them)."""
         for req, _ in items:
             validate_add(req, self.settings.max_image_bytes)
         keyed = [(req, exp, key_of(req.user_id, req.session_id)) for req, exp in items]
@@ -152,8 +155,9 @@ class Memory:
                     todo.append((i, req, exp))
             max_tokens = embed_max_tokens or self.settings.embed_max_tokens
             texts = [exp.card.task or exp.card.text for _, _, exp in todo]
-            vectors = dict(zip(self.embedder.fingerprints(texts, max_tokens),
-                               self.embedder.embed(texts, max_tokens), strict=True))
+            missing = [t for t in dict.fromkeys(texts) if t not in (embedded or {})]
+            by_text = {**(embedded or {}), **dict(zip(missing, self.embedder.embed(missing, max_tokens), strict=True))}
+            vectors = dict(zip(self.embedder.fingerprints(texts, max_tokens), (by_text[t] for t in texts), strict=True))
             rows: list[Row] = []
             for i, req, exp in todo:
                 messages = self._message_rows(req, key_of(req.user_id), key_of(req.user_id, req.request_id))

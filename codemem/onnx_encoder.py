@@ -5,7 +5,9 @@ on per-operator overhead: ONNX Runtime runs the same graph at 64 tokens in 21 ms
 35 ms (measured on the related-task queries). The graph is exported from the loaded model
 at start-up, in memory (about 2 s), and checked against torch on a probe text: a vector
 that differs (the export of torch's fused attention did, by up to 0.07 per component) means
-no ONNX path, never a different vector. Batches (an Add's cards and steps) stay on torch.
+no ONNX path, never a different vector. Batches (an Add's cards and steps, an import's
+cards) run on the same checked graph (`embed_many`): 10-20% less CPU than torch's batches, and
+the import's converter process embeds with it, without torch (``codemem/ingest.py``).
 
 A checked export is also saved to a cache file keyed by the model's files, so a process that
 only searches (`codemem search`, the MCP server's first call) loads it with ONNX Runtime and
@@ -103,6 +105,34 @@ class OnnxEncoder:
 
     def embed_one(self, text: str, max_tokens: int) -> np.ndarray:
         return self._session.run(None, self._features(text, max_tokens))[0][0]  # type: ignore[attr-defined]
+
+    def embed_many(self, texts: list[str], max_tokens: int, batch: int = 16) -> np.ndarray:
+        """One vector per text, in order: texts of like length are padded and run together
+        (the mask keeps padding out of the mean, so each vector is the one `embed_one` gives)."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: np.ndarray | None = None
+        for start in range(0, len(order), batch):
+            idx = order[start: start + batch]
+            vectors = self._session.run(None, self._batch_features([texts[i] for i in idx], max_tokens))[0]  # type: ignore[attr-defined]
+            if out is None:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[idx] = vectors
+        return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+    def _batch_features(self, texts: list[str], max_tokens: int) -> dict[str, np.ndarray]:
+        tokenizer: Any = self._tokenizer
+        if hasattr(tokenizer, "enable_truncation"):  # tokenizers.Tokenizer
+            with self._lock:
+                tokenizer.enable_truncation(max_tokens)
+                tokenizer.enable_padding()
+                try:
+                    encodings = tokenizer.encode_batch(texts)
+                finally:
+                    tokenizer.no_padding()
+            return {name: np.asarray([getattr(e, attr) for e in encodings], dtype=np.int64)
+                    for name, attr in zip(_INPUTS, ("ids", "attention_mask", "type_ids"), strict=True)}
+        features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="np")
+        return {name: features[name].astype(np.int64) for name in _INPUTS}
 
     def _features(self, text: str, max_tokens: int) -> dict[str, np.ndarray]:
         tokenizer: Any = self._tokenizer

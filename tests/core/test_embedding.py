@@ -1,8 +1,9 @@
-"""One-text embedding through ONNX Runtime gives torch's vectors, and is really used."""
+"""Embedding through ONNX Runtime (one text, or a batch) gives torch's vectors, and is really used."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from codemem import embedding
 from codemem.embedding import MINILM_NAME, MiniLMEmbedder
@@ -22,5 +23,25 @@ def test_one_text_vectors_equal_torch_and_come_from_onnx(embedder: MiniLMEmbedde
         reference = np.vstack([torch_only.embed([t], max_tokens) for t in TEXTS])
         assert onnx.dtype == np.float32 and onnx.shape == (len(TEXTS), 384)
         assert np.abs(onnx - reference).max() < 1e-5
-    # A batch (an Add's cards and steps) still runs on torch, and agrees too.
-    assert np.abs(embedder.embed(TEXTS, 64) - torch_only.embed(TEXTS, 64)).max() < 1e-5
+
+
+def test_batches_run_on_onnx_padded_and_in_order(embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Texts of unlike lengths padded into one batch (and split over several) keep their own
+    vectors, in the order given, from the exported graph and from the cached one."""
+    from codemem.onnx_encoder import OnnxEncoder
+
+    torch_only = MiniLMEmbedder(onnx_queries=False)
+    texts = [*TEXTS, "x", "fix the panic in the printer " * 5, ""]
+    reference = torch_only.embed(texts, 64)
+    exported = embedding._ONNX[MINILM_NAME]
+    assert exported is not None
+    cached = OnnxEncoder.load(embedding.query_encoder_path(), embedding._model_dir() / "tokenizer.json", 1)
+    assert cached is not None  # the tokenizers.Tokenizer path: padding enabled for the batch only
+    clipped = [embedding._prefix_for_tokenizer(t, 64) for t in texts]
+    for encoder in (exported, cached):
+        for batch in (2, 16):
+            assert np.abs(encoder.embed_many(clipped, 64, batch=batch) - reference).max() < 1e-5
+    assert cached._tokenizer.padding is None  # type: ignore[attr-defined]  # off again for one text
+    # Memory's batches go through the encoder, not torch.
+    monkeypatch.setattr(MiniLMEmbedder, "_torch_embed", lambda *a: pytest.fail("a batch ran on torch"))
+    assert np.abs(embedder.embed(texts, 64) - reference).max() < 1e-5

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import tarfile
 from pathlib import Path
 
 import git
+import numpy as np
 import pytest
 
 from cli.main import main
@@ -160,6 +162,34 @@ def test_ingest_git_makes_one_experience_per_commit_and_finds_the_fix(memory: Me
     assert "divide" in hits[0].metadata["edited_symbols"]
     again = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
     assert again.added == 0 and again.unchanged == 3
+
+
+def test_ingest_git_embeds_cards_in_the_converting_process_as_this_one_would(
+        memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long history is converted and its cards embedded in a second process (here a short
+    one), but for one chunk in three: each card's vector and fingerprint are those an import
+    that embeds in this process stores."""
+    from codemem import ingest
+
+    _repo(tmp_path / "repo")
+    assert ingest.ingest_git(memory, str(tmp_path / "repo"), "here", progress=False).added == 3
+    assert memory.embedder.query_path == "onnx"
+    monkeypatch.setattr(ingest, "_PROCESS_FROM", 0)
+    monkeypatch.setattr(ingest, "_CHUNK", 1)  # three conversion tasks: the third is embedded here
+    embedded_here: list[str] = []
+    real_embed = memory.embedder.embed
+    monkeypatch.setattr(memory.embedder, "embed", lambda texts, n: embedded_here.extend(texts) or real_embed(texts, n))
+    assert ingest.ingest_git(memory, str(tmp_path / "repo"), "aside", progress=False).added == 3
+    assert len(embedded_here) == 1
+    def cards(user_id: str) -> list[dict]:
+        return memory.store.user_rows(key_of(user_id), "card", ["session_id", "metadata", "vector"])
+
+    here = {c["session_id"]: c for c in cards("here")}
+    assert len(here) == 3
+    for card in cards("aside"):
+        twin = here[card["session_id"]]
+        assert json.loads(card["metadata"])["vec"] == json.loads(twin["metadata"])["vec"]
+        assert float(np.dot(card["vector"], twin["vector"])) > 0.99999
 
 
 def test_ingest_git_leaves_the_store_compacted_and_indexed(memory: Memory, tmp_path: Path) -> None:
