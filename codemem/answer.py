@@ -34,6 +34,7 @@ Row = dict[str, Any]  # a stored row as LanceDB returns it
 
 
 CARD_CHARS = 4_000  # a card is at most this long (render_card in experience/render.py)
+_HEAD_CHARS = 256  # how much of an evidence text `_ShownEvidence.covers` looks at first
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,13 @@ class _ShownEvidence:
         """Whether all of `row`'s text is in the answer already."""
         if row["content"]:  # multimodal parts are returned as stored
             return False
-        return " ".join(str(row["text"]).split()) in self._said
+        text = str(row["text"])
+        # Most rows are not covered, and the head of a text, normalised, is the head of the
+        # whole text normalised: a head not in the answer rules the row out without
+        # normalising all of it (a Search asks of ~100 rows of ~2k characters each).
+        if len(text) > _HEAD_CHARS and " ".join(text[:_HEAD_CHARS].split()) not in self._said:
+            return False
+        return " ".join(text.split()) in self._said
 
 
 def _rows_of_user(rows: list[Candidate], user_id: str) -> dict[str, Row]:

@@ -69,3 +69,15 @@ def test_evidence_already_said_is_not_repeated() -> None:
     assert text.count("message 0 of a") == 2  # once as itself, once inside the item that quotes it
     assert [h.id for h in hits] == ["c-a", "m-a-2"]
     assert hits[0].metadata["evidence"] == ["m-a-0"]
+
+
+def test_long_evidence_is_recognised_as_said_whatever_its_whitespace() -> None:
+    g1, rows1 = _experience("a", 3, 0.9)
+    words = " ".join(f"word{i}" for i in range(400))  # ~3.5k characters: longer than the head looked at first
+    rows1[1]["text"] = words
+    rows1[2]["text"] = "\n\n  " + words.replace(" ", " \t\n ", 37)  # the same words, other whitespace
+    rows1[3]["text"] = words[:3000] + " but then a different ending"  # the same head only
+    store = FakeStore(rows1)
+    hits = build([g1], store.read, "u", 100, Shape(budget_tokens=0, max_item_chars=6000,
+                                                   first_evidence_items=3, evidence_items=1))
+    assert hits[0].metadata["evidence"] == ["m-a-0", "m-a-2"]

@@ -1,0 +1,42 @@
+"""The store's reads: one user's rows only, filtered before ranking, and this process's
+writes seen at once (the reads run on the table handle the writes go through)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from codemem.store.lance import Store
+from codemem.store.schema import Row
+
+A, B = "a" * 32, "b" * 32
+
+
+def _row(user_key: str, i: int, text: str, vector: list[float]) -> Row:
+    v = np.asarray(vector, dtype=np.float32)
+    return Row(id=f"m_{user_key[0]}{i}", user_key=user_key, user_id=user_key[0], session_key=user_key[0] * 32,
+               session_id="s", request_key=f"r{user_key[0]}{i}", kind="message", position=i, role="user",
+               text=text, refs=f"pkg/mod_{i}.py", content="", metadata="{}", created_at=i, timestamp=None,
+               vector=v / np.linalg.norm(v))
+
+
+def test_reads_filter_by_user_before_ranking_and_see_own_writes_at_once(tmp_path: Path) -> None:
+    # consistency 60 s: another handle would not see a write for a minute; this one must.
+    store = Store(str(tmp_path / "data"), "test-model", 4, consistency_s=60.0)
+    query = np.asarray([1, 0, 0, 0], dtype=np.float32)
+    # B's 20 rows rank above A's on both retrievers: a filter applied after a limit of 3
+    # would leave A with nothing.
+    store.append([_row(B, i, "flaky migration test fails again", [1, 0.01 * i, 0, 0]) for i in range(20)])
+    store.append([_row(A, 0, "flaky migration", [0, 1, 0, 0]), _row(A, 1, "the migration", [0.1, 1, 0, 0])])
+
+    lexical = store.fts("flaky migration test", A, 3)
+    assert [c.id for c in lexical] == ["m_a0", "m_a1"]  # BM25 order: both terms, then one
+    assert lexical[0].score > lexical[1].score > 0
+    dense = store.nearest(query, A, 3)
+    assert [c.id for c in dense] == ["m_a1", "m_a0"]  # cosine order
+    assert dense[0].score > dense[1].score
+    assert [c.id for c in store.fts("pkg/mod_1.py", A, 3, column="refs")] == ["m_a1"]
+    assert {r["id"] for r in store.rows(f"user_key = '{A}'", columns=["id"])} == {"m_a0", "m_a1"}
+    assert store.exists(f"user_key = '{A}' AND request_key = 'ra1'")
+    assert not store.exists(f"user_key = '{A}' AND request_key = 'rb1'")
+    assert [c.fields["text"] for c in store.by_ids(["m_a0", "m_b3"])] in (
+        ["flaky migration", "flaky migration test fails again"], ["flaky migration test fails again", "flaky migration"])
