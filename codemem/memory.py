@@ -67,7 +67,7 @@ class Memory:
         )
         self.writer = GroupWriter(self.store, settings.write_batch_rows)
         self.compactor.start()
-        self.refresher = SessionRefresher(self.refresh_session)
+        self.refresher = SessionRefresher(self.refresh_session, settings.refresh_quiet_s)
         self._histories = sessions.MessageCache()
         self._states = sessions.StateCache(self.store.locks)
         self.inventory = inventory.Inventory(self.store)

@@ -159,3 +159,33 @@ def test_lock_generations_are_shared_through_the_lock_files(tmp_path: Path) -> N
     with two.session("ab" * 16) as other:
         assert other.generation() == 1
     assert Locks("s3://bucket/prefix").session("ab" * 16).generation() is None
+
+
+def test_a_session_is_refreshed_once_quiet_for_its_own_pace() -> None:
+    from codemem.refresher import SessionRefresher
+
+    now = [100.0]
+    done: list[tuple[str, str]] = []
+    refresher = SessionRefresher(lambda u, s: done.append((u, s)), quiet_s=2.0, max_quiet_s=30.0,
+                                 clock=lambda: now[0])
+    try:
+        refresher.mark("u", "once")
+        refresher.mark("u", "paced")
+        now[0] += 5
+        refresher.mark("u", "paced")  # Adds 5 s apart: quiet after 10 s
+        refresher.flush(only_due=True)
+        assert done == [("u", "once")]
+        now[0] += 9
+        refresher.flush(only_due=True)
+        assert done == [("u", "once")]
+        now[0] += 1
+        refresher.flush(only_due=True)
+        assert done == [("u", "once"), ("u", "paced")]
+        refresher.mark("u", "back")
+        now[0] += 100
+        refresher.mark("u", "back")  # back after a long silence: quiet after quiet_s again
+        now[0] += 2
+        refresher.flush(only_due=True)
+        assert done[-1] == ("u", "back")
+    finally:
+        refresher.close()
