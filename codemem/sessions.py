@@ -69,8 +69,8 @@ class SessionState(msgspec.Struct):
         """The state once `messages` and `derived` (None: no rebuild) are stored."""
         rows = self.derived
         if derived is not None:
-            written: dict[str, dict[str, object]] = {r.id: {"id": r.id, "kind": r.kind, "metadata": r.metadata, "vector": r.vector}
-                       for r in derived.rows}
+            written: dict[str, dict[str, object]] = {
+                r.id: {"id": r.id, "kind": r.kind, "metadata": r.metadata, "vector": r.vector} for r in derived.rows}
             gone = set(derived.stale_ids) | written.keys()
             rows = [r for r in rows if r["id"] not in gone] + list(written.values())
         return SessionState(messages=self.messages + len(messages), derived=rows,
@@ -149,9 +149,13 @@ class StateCache:
             self._seen[stripe] = generation
 
     def put(self, session_key: str, state: SessionState) -> None:
-        """The session's state as this process has just read or written it."""
+        """The session's state as this process has just read or written it (kept only while
+        its stripe's generation is known: not on object storage, nor after a `get` saw a
+        delete meanwhile)."""
         with self._lock:
             self._drop(session_key)
+            if self.locks.stripe(session_key) not in self._seen:
+                return
             self._entries[session_key] = state
             self._by_stripe.setdefault(self.locks.stripe(session_key), set()).add(session_key)
             while len(self._entries) > self.max_sessions:
