@@ -158,9 +158,6 @@ class Store:
     def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, Any]]:
         return self.table.search().where(where).select(list(columns)).limit(limit).to_list()
 
-    def request_stored(self, user_key: str, request_key: str) -> bool:
-        return self.exists(f"{user_scope(user_key)} AND request_key = '{request_key}'")
-
     def has_kind(self, user_key: str, kind: str) -> bool:
         """Whether the user has a row of this kind (one of ours, e.g. "registration")."""
         return self.exists(f"{user_scope(user_key)} AND kind = '{_safe(kind)}'")
