@@ -50,6 +50,10 @@ class Settings:
     onnx_queries: bool = True
     # Writes: concurrent Adds are joined into one LanceDB commit of at most this many rows.
     write_batch_rows: int = 4096
+    # A session whose card is owed a rebuild (a long session between scheduled rebuilds, a
+    # card without a task whose vector was kept) is rebuilt once it has had no Add for this
+    # many seconds.
+    refresh_quiet_s: float = 2.0
     # Background maintenance: every compact_interval_s, compact and fold new rows into the
     # indexes once compact_min_writes commits piled up (or writes went quiet). Every commit
     # adds a fragment that each filtered query opens: at a few hundred, an Add's lookups cost

@@ -6,10 +6,11 @@ blocking and thread-safe; the HTTP edge calls them from worker threads.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -67,8 +68,9 @@ class Memory:
         )
         self.writer = GroupWriter(self.store, settings.write_batch_rows)
         self.compactor.start()
-        self.refresher = SessionRefresher(self.refresh_session)
+        self.refresher = SessionRefresher(self.refresh_session, settings.refresh_quiet_s)
         self._histories = sessions.MessageCache()
+        self._states = sessions.StateCache(self.store.locks)
         self.inventory = inventory.Inventory(self.store)
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
 
@@ -96,36 +98,60 @@ class Memory:
     def add(self, req: AddRequest, experience: Experience | None = None) -> AddResult:
         """Store one chunk durably, with its session's rebuilt experience, in one commit.
 
-        A retry of a stored request_id stores nothing again. `experience` replaces the
-        built one for sources that are not agent sessions (a git commit); its steps are
-        BM25-indexed, only its card is embedded.
+        A retry of a request_id stored in the session stores nothing again (a retry carries
+        the same body, so the same session). `experience` replaces the built one for sources
+        that are not agent sessions (a git commit); its steps are BM25-indexed, only its
+        card is embedded.
         """
         validate_add(req, self.settings.max_image_bytes)
         user_key = key_of(req.user_id)
         request_key = key_of(req.user_id, req.request_id)
-
-        def stored() -> bool:
-            return self.store.request_stored(user_key, request_key)
+        session_key = key_of(req.user_id, req.session_id)
 
         # Under the session's lock, which other threads and the other processes on this data
         # directory take too (and, on S3, the request's claim for nodes sharing the bucket):
         # a retry, wherever it is answered, sees the first copy.
-        with self.store.locks.session(key_of(req.user_id, req.session_id)):
-            if stored():
+        with self.store.locks.session(session_key):
+            before = self._session_state(session_key)
+            if request_key in before.requests:
                 return self._result(req, stored=0, duplicate=True)
+
+            def stored() -> bool:  # read again: another node may store it meanwhile
+                return request_key in sessions.state(self.store, session_key).requests
+
             with self.store.claim(request_key, stored) as mine:
                 if not mine:  # another node stored it
                     return self._result(req, stored=0, duplicate=True)
                 rows = self._message_rows(req, user_key, request_key)
-                derived = self._derived_rows(req, rows[0], experience)
+                derived = self._derived_rows(req, rows[0], experience, before)
                 if derived is not None and derived.conversation:
                     self._embed_messages(rows)
                 if derived is None:
-                    self.writer.write(Append(rows))
+                    self._write_session(session_key, before, rows, None)
                     self.refresher.mark(req.user_id, req.session_id)
                 else:
-                    self._write_derived(derived, rows)
+                    self._write_session(session_key, before, rows, derived)
         return self._result(req, stored=len(rows))
+
+    def _session_state(self, session_key: str) -> sessions.SessionState:
+        """What is stored of the session: from memory when this process holds it current,
+        else one store read (`sessions.StateCache`). Called holding the session's lock."""
+        held = self._states.get(session_key)
+        if held is None:
+            held = sessions.state(self.store, session_key)
+            self._states.put(session_key, held)
+        return held
+
+    def _write_session(self, session_key: str, before: sessions.SessionState, messages: list[Row],
+                       derived: sessions.Derived | None) -> None:
+        """Commit a session's new messages and derived rows (held under its lock), and keep
+        what the session then holds."""
+        self._states.writing(session_key)
+        if derived is None:
+            self.writer.write(Append(messages))
+        else:
+            self._write_derived(derived, messages)
+        self._states.put(session_key, before.after(messages, derived))
 
     def add_sessions(self, items: list[tuple[AddRequest, Experience]], embed_max_tokens: int | None = None,
                      embedded: Mapping[str, np.ndarray] | None = None) -> list[AddResult]:
@@ -166,6 +192,8 @@ class Memory:
                 rows += messages + derived.rows
                 results[i] = self._result(req, stored=len(messages))
             if rows:
+                for _, req, _ in todo:
+                    self._states.writing(key_of(req.user_id, req.session_id))
                 self.writer.write(Append(rows))
                 self._cards_written(rows)
         return [results[i] for i in range(len(keyed))]
@@ -193,14 +221,14 @@ class Memory:
         self._locations.forget(user_key)
         self._subjects.forget(user_key)
 
-    def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None) -> sessions.Derived | None:
+    def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None,
+                      before: sessions.SessionState) -> sessions.Derived | None:
         """The session's card and steps after this Add, or None when the rebuild is deferred."""
         if experience is not None:
             return sessions.experience_rows(
-                experience, base, sessions.stored_derived(self.store, base.session_key), self.embedder,
+                experience, base, before.derived, self.embedder,
                 self.settings.embed_max_tokens, len(req.messages), embed_steps=False,
             )
-        before = sessions.state(self.store, base.session_key)
         if not sessions.rebuild_due(before.messages + len(req.messages), before.built):
             self._histories.forget(base.session_key)
             return None
@@ -227,10 +255,10 @@ class Memory:
         """Rebuild a session's card and steps from everything stored (deferred rebuilds)."""
         base = sessions.base_row(user_id, session_id, int(time.time() * 1000))
         with self.store.locks.session(base.session_key):
-            before = sessions.state(self.store, base.session_key)
+            before = self._session_state(base.session_key)
             if before.messages == 0:  # deleted meanwhile: nothing to rebuild, nothing to revive
                 return
-            self._write_derived(self._rebuild(base, before, []), [])
+            self._write_session(base.session_key, before, [], self._rebuild(base, before, []))
 
     @staticmethod
     def _result(req: AddRequest, stored: int, duplicate: bool = False) -> AddResult:
@@ -258,7 +286,8 @@ class Memory:
         )
         return [
             Row(
-                id="m_" + key_of(request_key, str(i))[:24],
+                # The session is in the id: a request_id is one request within its session.
+                id="m_" + key_of(session_key, request_key, str(i))[:24],
                 user_key=user_key,
                 user_id=req.user_id,
                 session_key=session_key,
@@ -395,7 +424,8 @@ class Memory:
             raise InvalidInput("user_id must be a non-empty string")
         self._histories.clear()
         try:
-            return self.store.delete_user(key_of(user_id))
+            with self._deleting():
+                return self.store.delete_user(key_of(user_id))
         finally:
             self._forget_indexes(key_of(user_id))
 
@@ -407,6 +437,7 @@ class Memory:
         session_key = key_of(user_id, session_id)
         with self.store.locks.session(session_key):
             self._histories.forget(session_key)
+            self._states.writing(session_key)
             try:
                 return self.store.delete_session(key_of(user_id), session_key)
             finally:
@@ -417,9 +448,23 @@ class Memory:
         cutoff = int((datetime.now(UTC) - older_than).timestamp() * 1000)
         self._histories.clear()
         try:
-            return self.store.delete_older_than(cutoff)
+            with self._deleting():
+                return self.store.delete_older_than(cutoff)
         finally:
             self._forget_indexes(None)
+
+    @contextlib.contextmanager
+    def _deleting(self) -> Iterator[None]:
+        """Around a delete that no session lock covers: what every process kept of any
+        session is dropped (`sessions.StateCache`), before (so none keeps it meanwhile)
+        and after (so none keeps what it read meanwhile)."""
+        with self.store.locks.deletes:
+            self.store.locks.deletes.bump()
+        try:
+            yield
+        finally:
+            with self.store.locks.deletes:
+                self.store.locks.deletes.bump()
 
     def store_health(self) -> dict[str, int]:
         """The store's figures for a health check; empty when they cannot be read just now

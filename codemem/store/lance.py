@@ -174,9 +174,6 @@ class Store:
         """The query's rows, run on LanceDB's background event loop in one hop."""
         return cast(list[dict[str, Any]], LOOP.run(query.to_list()))
 
-    def request_stored(self, user_key: str, request_key: str) -> bool:
-        return self.exists(f"{user_scope(user_key)} AND request_key = '{request_key}'")
-
     def has_kind(self, user_key: str, kind: str) -> bool:
         """Whether the user has a row of this kind (one of ours, e.g. "registration")."""
         return self.exists(f"{user_scope(user_key)} AND kind = '{_safe(kind)}'")

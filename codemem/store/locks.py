@@ -31,6 +31,7 @@ class ProcessLock:
 
     def __init__(self, path: Path | None) -> None:
         self._thread_lock = threading.Lock()
+        self._open_lock = threading.Lock()
         self._path = path
         self._fd: int | None = None
 
@@ -40,9 +41,7 @@ class ProcessLock:
         if self._path is None:
             return True
         try:
-            if self._fd is None:
-                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(self._fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._file(self._path), fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._thread_lock.release()
             return False
@@ -58,6 +57,34 @@ class ProcessLock:
 
     def locked(self) -> bool:
         return self._thread_lock.locked()
+
+    def generation(self) -> int | None:
+        """A counter kept in the lock file, raised (`bump`) by every process before it
+        changes what the lock guards: a process that kept what it read under the lock sees
+        from it whether anyone changed that since. None without a file (object storage:
+        nothing to share it through)."""
+        if self._path is None:
+            return None
+        data = os.pread(self._file(self._path), 8, 0)
+        return int.from_bytes(data, "little") if len(data) == 8 else 0
+
+    def bump(self) -> int | None:
+        """Raise the generation (hold the lock: two bumps at once could lose one); returns
+        the new one. A write of 8 bytes at the file's start, no fsync: a process that died
+        leaves it in the page cache, which the others read, and a machine that restarts
+        holds no process that could have kept anything."""
+        old = self.generation()
+        if old is None or self._path is None:
+            return None
+        os.pwrite(self._file(self._path), (old + 1).to_bytes(8, "little"), 0)
+        return old + 1
+
+    def _file(self, path: Path) -> int:
+        """The lock file's descriptor, opened once."""
+        with self._open_lock:
+            if self._fd is None:
+                self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            return self._fd
 
     def __enter__(self) -> ProcessLock:
         self.acquire()
@@ -84,16 +111,23 @@ class Locks:
 
         self.write = lock("write.lock")
         self.compaction = lock("compaction.lock")
+        # Its generation is raised around every delete that no session lock covers (a
+        # user's, a purge): what a process kept of any session may be gone.
+        self.deletes = lock("deletes.lock")
         self._sessions = [lock(f"session-{i:03d}.lock") for i in range(self.STRIPES)]
 
+    def stripe(self, session_key: str) -> int:
+        """Which session lock guards this session (several sessions share each)."""
+        return int(session_key[:8], 16) % self.STRIPES
+
     def session(self, session_key: str) -> ProcessLock:
-        return self._sessions[int(session_key[:8], 16) % self.STRIPES]
+        return self._sessions[self.stripe(session_key)]
 
     @contextlib.contextmanager
     def sessions(self, session_keys: Iterable[str]) -> Iterator[None]:
         """Several sessions' locks at once (a batch import), each stripe once, in stripe
         order, so two batches cannot deadlock."""
-        stripes = sorted({int(k[:8], 16) % self.STRIPES for k in session_keys})
+        stripes = sorted({self.stripe(k) for k in session_keys})
         with contextlib.ExitStack() as stack:
             for i in stripes:
                 stack.enter_context(self._sessions[i])
