@@ -126,11 +126,9 @@ class Memory:
                 derived = self._derived_rows(req, rows[0], experience, before)
                 if derived is not None and derived.conversation:
                     self._embed_messages(rows)
-                if derived is None:
-                    self._write_session(session_key, before, rows, None)
+                self._write_session(session_key, before, rows, derived)
+                if derived is None:  # the rebuild waits for the session's quiet time
                     self.refresher.mark(req.user_id, req.session_id)
-                else:
-                    self._write_session(session_key, before, rows, derived)
         return self._result(req, stored=len(rows))
 
     def _session_state(self, session_key: str) -> sessions.SessionState:

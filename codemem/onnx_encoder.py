@@ -104,7 +104,7 @@ class OnnxEncoder:
             log.warning("could not cache the ONNX query encoder at %s", path, exc_info=True)
 
     def embed_one(self, text: str, max_tokens: int) -> np.ndarray:
-        return self._session.run(None, self._features(text, max_tokens))[0][0]  # type: ignore[attr-defined]
+        return self._session.run(None, self._features([text], max_tokens))[0][0]  # type: ignore[attr-defined]
 
     def embed_many(self, texts: list[str], max_tokens: int, batch: int = 16) -> np.ndarray:
         """One vector per text, in order: texts of like length are padded and run together
@@ -113,39 +113,30 @@ class OnnxEncoder:
         out: np.ndarray | None = None
         for start in range(0, len(order), batch):
             idx = order[start: start + batch]
-            vectors = self._session.run(None, self._batch_features([texts[i] for i in idx], max_tokens))[0]  # type: ignore[attr-defined]
+            vectors = self._session.run(None, self._features([texts[i] for i in idx], max_tokens))[0]  # type: ignore[attr-defined]
             if out is None:
                 out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
             out[idx] = vectors
         return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
-    def _batch_features(self, texts: list[str], max_tokens: int) -> dict[str, np.ndarray]:
+    def _features(self, texts: list[str], max_tokens: int) -> dict[str, np.ndarray]:
+        """The graph's inputs for `texts`, each cut to `max_tokens`, padded to the longest."""
         tokenizer: Any = self._tokenizer
         if hasattr(tokenizer, "enable_truncation"):  # tokenizers.Tokenizer
             with self._lock:
                 tokenizer.enable_truncation(max_tokens)
-                tokenizer.enable_padding()
-                try:
-                    encodings = tokenizer.encode_batch(texts)
-                finally:
-                    tokenizer.no_padding()
+                if len(texts) == 1:  # a query: nothing to pad
+                    encodings = [tokenizer.encode(texts[0])]
+                else:
+                    tokenizer.enable_padding()
+                    try:
+                        encodings = tokenizer.encode_batch(texts)
+                    finally:
+                        tokenizer.no_padding()
             return {name: np.asarray([getattr(e, attr) for e in encodings], dtype=np.int64)
                     for name, attr in zip(_INPUTS, ("ids", "attention_mask", "type_ids"), strict=True)}
         features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="np")
         return {name: features[name].astype(np.int64) for name in _INPUTS}
-
-    def _features(self, text: str, max_tokens: int) -> dict[str, np.ndarray]:
-        tokenizer: Any = self._tokenizer
-        if hasattr(tokenizer, "enable_truncation"):  # tokenizers.Tokenizer
-            with self._lock:
-                tokenizer.enable_truncation(max_tokens)
-                enc = tokenizer.encode(text)
-            ids, mask, types = enc.ids, enc.attention_mask, enc.type_ids
-            return {name: np.asarray([values], dtype=np.int64)
-                    for name, values in zip(_INPUTS, (ids, mask, types), strict=True)}
-        features = self._tokenizer([text], truncation=True, max_length=max_tokens, return_tensors="np")  # type: ignore[operator]
-        return {name: features[name].astype(np.int64) for name in _INPUTS}
-
 
 def _export(model: SentenceTransformer) -> bytes:
     import torch

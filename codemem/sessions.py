@@ -161,14 +161,6 @@ class StateCache:
             while len(self._entries) > self.max_sessions:
                 self._drop(next(iter(self._entries)))
 
-    def forget(self, session_key: str) -> None:
-        with self._lock:
-            self._drop(session_key)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._clear()
-
     def _clear(self) -> None:
         self._entries.clear()
         self._by_stripe.clear()
