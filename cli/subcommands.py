@@ -209,6 +209,13 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     finally:
         memory.close()
+    skipped = report.skipped_commits
+    named = f"{', '.join(sha[:12] for sha in skipped[:5])}{', ...' if len(skipped) > 5 else ''}"
+    if not report.sources and skipped:
+        print(f"codemem: imported nothing: git could not read any of the {_count_of(len(skipped), 'commit')} "
+              f"to import ({named}); objects they need are missing. A shallow or partial clone? "
+              "`git fetch --unshallow` (or a full clone) makes them readable.", file=sys.stderr)
+        return 1
     if not report.sources:
         after = f" after {args.since:%Y-%m-%d}" if args.since else ""
         print(f"No commits to import: {args.repo} has none{after}.")
@@ -217,10 +224,9 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
               if report.merges else "")
     print(f"Read {_count_of(report.sources, 'commit')}: {report.added} added, {report.unchanged} already "
           f"stored{merges}. `codemem search \"...\"` in the repository searches them.")
-    if report.skipped_commits:
-        print(f"codemem: skipped {_count_of(len(report.skipped_commits), 'commit')} whose git objects are missing "
-              f"({', '.join(sha[:12] for sha in report.skipped_commits[:5])}"
-              f"{', ...' if len(report.skipped_commits) > 5 else ''}); the rest was imported.", file=sys.stderr)
+    if skipped:
+        print(f"codemem: skipped {_count_of(len(skipped), 'commit')} whose git objects are missing ({named}); "
+              "the rest was imported.", file=sys.stderr)
     return 0
 
 

@@ -100,6 +100,33 @@ def test_ingest_git_of_a_repository_with_no_commits_and_no_remote_says_so(
     assert f"into the memory of repo:{repo.resolve()} in" in err  # no remote: named by its path
 
 
+def test_ingest_git_says_when_git_can_read_none_of_the_commits_and_when_some(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo_dir = tmp_path / "repo"
+    repo = git.Repo.init(repo_dir)
+    (repo_dir / "a.py").write_text("def f():\n    return 1\n")
+    repo.git.add("-A")
+    repo.git.commit("-m", "Add f", "--author", "Dev <dev@example.com>")
+    blob = repo.git.rev_parse("HEAD:a.py")
+    loose = repo_dir / ".git" / "objects" / blob[:2] / blob[2:]
+    kept = loose.read_bytes()
+    loose.unlink()  # a broken clone: git cannot diff the one commit
+    first = repo.head.commit.hexsha
+    data = str(tmp_path / "data")
+    assert main(["ingest-git", "--data-dir", data, str(repo_dir)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "imported nothing" in err and first[:12] in err and "--unshallow" in err
+
+    loose.write_bytes(kept)  # a second commit that does not touch a.py, then the blob is lost again
+    (repo_dir / "b.py").write_text("def g():\n    return 0\n")
+    repo.git.add("b.py")
+    repo.git.commit("-m", "Add g", "--author", "Dev <dev@example.com>")
+    loose.unlink()
+    assert main(["ingest-git", "--data-dir", data, str(repo_dir)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("Read 1 commit: 1 added") and f"skipped 1 commit whose git objects are missing ({first[:12]})" in err
+
+
 def test_purge_removes_only_older_memories(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     main(["purge", "--data-dir", filled, "--older-than", "30d"])
     assert "Removed 0 memories" in capsys.readouterr().out
