@@ -128,6 +128,9 @@ class Grid:
         self.ranks = np.array([[_ranks(t, words, ratio, self.weights) for ratio, words in self.points] for t in tasks])
 
     def best(self, which: list[int]) -> SearchConfig:
+        """The best grid point on the tasks `which` (none: the shipped configuration)."""
+        if not which:
+            return DEFAULT_SEARCH
         ranks = self.ranks[which]
         mrr = np.where(ranks > 0, 1.0 / np.maximum(ranks, 1), 0.0).mean(axis=0)
         hit1 = (ranks == 1).mean(axis=0)

@@ -3,7 +3,9 @@
 Each retriever ranks sessions by their best item (a long session must not win by having
 many weak matches); code-location evidence (`locations`) ranks them by the idf mass of
 the code they share with the task. Weighted reciprocal-rank fusion of those rankings
-orders the experiences.
+orders the experiences. In a memory of commit experiences the report's title and opening
+prose rank them too, and the lexical retriever's best experience, when its BM25 score clearly
+leads the next one's, is a ranking of its own (`SessionSignals.commit_rankings`).
 
 The fused score says which experience comes first, not whether any is related: it is
 relative to the other candidates, so a memory with nothing related still has a "best"
@@ -35,6 +37,14 @@ def session_ranks(items: Sequence[Candidate]) -> dict[str, int]:
     return ranks
 
 
+def session_scores(items: Sequence[Candidate]) -> dict[str, float]:
+    """Each session's score by its best item in a best-first list, best session first."""
+    scores: dict[str, float] = {}
+    for item in items:
+        scores.setdefault(str(item.fields["session_key"]), item.score)
+    return scores
+
+
 @dataclass
 class SessionSignals:
     """What the retrievers and the location index say about each candidate session."""
@@ -56,19 +66,14 @@ class SessionSignals:
     def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],
            commit_ranks: Mapping[str, dict[str, int]] | None = None) -> SessionSignals:
         """From each retriever's best-first items (`found["dense"]` scores are cosines)."""
-        cosine: dict[str, float] = {}
-        for item in found.get("dense", ()):
-            cosine.setdefault(str(item.fields["session_key"]), item.score)
         held = {name: ranks for name, ranks in (commit_ranks or {}).items() if ranks}
-        best: dict[str, float] = {}
-        for item in found.get("lexical", ()):
-            best.setdefault(str(item.fields["session_key"]), item.score)
-        scores = list(best.items())[:2]
+        lexical = list(session_scores(found.get("lexical", ())).items())[:2]
         lead = None
-        if scores:
-            second = scores[1][1] if len(scores) > 1 else 0.0
-            lead = (scores[0][0], scores[0][1] / second if second > 0 else math.inf)
-        return cls({name: session_ranks(items) for name, items in found.items()}, cosine, location, held, lead)
+        if lexical:
+            second = lexical[1][1] if len(lexical) > 1 else 0.0
+            lead = (lexical[0][0], lexical[0][1] / second if second > 0 else math.inf)
+        return cls({name: session_ranks(items) for name, items in found.items()},
+                   session_scores(found.get("dense", ())), location, held, lead)
 
     def commit_rankings(self, config: SearchConfig) -> dict[str, dict[str, int]]:
         """The commit rankings, and where they are held (a memory of commit experiences) the
