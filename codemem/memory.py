@@ -362,17 +362,19 @@ class Memory:
                  "refs": by_refs.result()}
         items = rrf(list(found.values()), config.item_rrf_k)  # orders each session's evidence
         return SessionSignals.of(found, index.result().scores(refs),
-                                 self._commit_ranks(user_key, query, subjects.result(), limit)), items
+                                 self._commit_ranks(user_key, query, subjects.result(), config, limit)), items
 
-    def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:
+    def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, config: SearchConfig,
+                      limit: int) -> dict[str, dict[str, int]]:
         """Where the memory holds commit experiences, its experiences ranked by the query's
-        title: BM25 over their items' text (every experience's, so that a session competes
-        with the commits on the same terms in a memory holding both), and the commits by
-        their subjects (`ranking/subjects.py`). Nothing, and no query run, in a memory
-        without commits: there the weights were never chosen."""
+        title: BM25 of the title and the prose's first words over their items' text (every
+        experience's, so that a session competes with the commits on the same terms in a
+        memory holding both), and the commits by their subjects (`ranking/subjects.py`).
+        Nothing, and no query run, in a memory without commits: there the weights were
+        never chosen."""
         if not subjects.commits or not query.title_bm25.strip():
             return {}
-        by_title = self.store.fts(query.title_bm25, user_key, limit)
+        by_title = self.store.fts(query.summary(config.title_prose_words), user_key, limit)
         return {"title": session_ranks(by_title), "subject": subjects.ranks(query.title, limit)}
 
     def _rerank(self, text: str, groups: list[FoundExperience]) -> list[FoundExperience]:

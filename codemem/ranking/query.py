@@ -6,6 +6,10 @@ merge (p95 140 ms at 20k items, against 16 ms for 48 words) and boilerplate vote
 as the words that name the problem. The query keeps its code references and exact identifiers whole
 (for the references index, `parsers.exact`) and its MAX_WORDS most telling words: those of
 its code references first, then the words the text repeats, then the earliest.
+
+A report's title and the opening words of its prose (`prose_words`: outside code blocks,
+headings, quotes, tables, shell prompts and log lines) say in a few words what is wrong:
+what the commit rankings (`Memory._commit_ranks`) match with a change's text.
 """
 
 from __future__ import annotations
@@ -19,9 +23,14 @@ from parsers import exact_terms, extract_text_refs
 MAX_WORDS = 48
 MAX_REFS = 64
 MAX_EXACT = 64
+MAX_PROSE = 64
 
 # Split as the index's "simple" tokenizer does (on anything not a letter or digit).
 _WORD = re.compile(r"[A-Za-z0-9]+")
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+# How the lines of a report body that are not prose begin: headings, quotes, tables, shell
+# prompts, bold template headings ("**Describe the bug**") and log lines.
+_NOT_PROSE = ("#", ">", "|", "$", "**", "DEBUG", "TRACE")
 
 # English function words and the words of issue templates and bug-report boilerplate:
 # they occur in nearly every task, so they only add cost and noise.
@@ -51,6 +60,7 @@ class Query:
     words: list[str]  # for BM25 over item text, lowercase, at most MAX_WORDS
     refs: list[str]  # code-reference keys, for the references index
     title: str = ""  # the first non-empty line: a report's title (matched with commit subjects)
+    prose: tuple[str, ...] = ()  # the body's first telling words (`prose_words`), at most MAX_PROSE
 
     @property
     def bm25(self) -> str:
@@ -60,6 +70,26 @@ class Query:
     def title_bm25(self) -> str:
         """The title's words, for BM25 over commit experiences' text."""
         return " ".join(_WORD.findall(self.title))
+
+    def summary(self, prose_words: int) -> str:
+        """The title's words and the body's first `prose_words` telling words, for BM25."""
+        return " ".join([*_WORD.findall(self.title), *self.prose[:prose_words]])
+
+
+def prose_words(text: str, limit: int) -> list[str]:
+    """The first `limit` words of a report's body (what follows its title line) that say
+    something, in order: outside code blocks and the lines that are not prose (`_NOT_PROSE`),
+    without function words, template words and numbers."""
+    lines = _FENCE.sub(" ", text).splitlines()
+    start = next((i + 1 for i, line in enumerate(lines) if line.strip()), len(lines))
+    words: list[str] = []
+    for line in lines[start:]:
+        if line.lstrip().startswith(_NOT_PROSE):
+            continue
+        words += [w for w in _WORD.findall(line) if len(w) > 2 and not w.isdigit() and w.lower() not in IGNORED]
+        if len(words) >= limit:
+            break
+    return words[:limit]
 
 
 def parse_query(text: str) -> Query:
@@ -80,4 +110,5 @@ def parse_query(text: str) -> Query:
     from_refs = {t.lower() for ref in code_refs for t in _WORD.findall(ref)}
     ranked = sorted(counts, key=lambda t: (t not in from_refs, -counts[t], first[t]))
     title = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return Query(text=text, words=ranked[:MAX_WORDS], refs=refs, title=title)
+    return Query(text=text, words=ranked[:MAX_WORDS], refs=refs, title=title,
+                 prose=tuple(prose_words(text, MAX_PROSE)))

@@ -25,10 +25,17 @@ class SearchConfig:
     # code key an experience only mentions counts against one it edited.
     location_weight: float
     location_mention_weight: float
-    # Commit experiences only (imported git history): the report's title matched with their
-    # text (BM25) and with their subjects (`ranking/subjects.py`); weights in the same fusion.
+    # Commit experiences only (imported git history): the report's title and the first
+    # `title_prose_words` words of its prose matched with their text (BM25), and its title
+    # with their subjects (`ranking/subjects.py`); weights in the same fusion. And the BM25
+    # retriever's best experience when its score leads the next one's by `lead_ratio` or more
+    # (a clear winner: the report and the change share rare words), as a ranking of one with
+    # `lead_weight`.
     title_weight: float
     subject_weight: float
+    title_prose_words: int
+    lead_weight: float
+    lead_ratio: float
     # Reciprocal-rank constants: item-level fusion (which orders each session's evidence)
     # and session-level fusion (which ranks experiences).
     item_rrf_k: int
@@ -88,11 +95,15 @@ DEFAULT_SEARCH = SearchConfig(
     location_mention_weight=0.25,
     # Chosen by leave-one-repository-out cross-validation on past-fixes-dev's 21 tasks over
     # ripgrep, caddy, lombok, preact and tokio (`python -m eval.past_fixes_cv --store DIR`;
-    # README "Past fixes"): 4 and 4 in three folds of five, the best fit on all (shipped).
-    # Held out: hit@1 0.33, hit@5 0.48, MRR 0.398; in-sample 0.43 / 0.57 / 0.498. They weigh
-    # nothing in a memory without commit experiences (agent sessions).
-    title_weight=4.0,
-    subject_weight=4.0,
+    # README "Past fixes"): these five in four folds of five, the best fit on all (shipped).
+    # Held out: hit@1 0.43, hit@5 0.57, MRR 0.498; in-sample 0.52 / 0.62 / 0.592 (title and
+    # subject alone, 4 and 4: held out 0.33 / 0.48 / 0.398). They weigh nothing in a memory
+    # without commit experiences (agent sessions).
+    title_weight=6.0,
+    subject_weight=6.0,
+    title_prose_words=10,
+    lead_weight=12.0,
+    lead_ratio=1.15,
     # Cormack et al.'s k for items: robust to the retrievers' incomparable scores (not searched).
     item_rrf_k=60,
     # Small k for sessions: the first places of each retriever's session ranking carry the

@@ -3,7 +3,9 @@
 Each retriever ranks sessions by their best item (a long session must not win by having
 many weak matches); code-location evidence (`locations`) ranks them by the idf mass of
 the code they share with the task. Weighted reciprocal-rank fusion of those rankings
-orders the experiences.
+orders the experiences. In a memory of commit experiences the report's title and opening
+prose rank them too, and the lexical retriever's best experience, when its BM25 score clearly
+leads the next one's, is a ranking of its own (`SessionSignals.commit_rankings`).
 
 The fused score says which experience comes first, not whether any is related: it is
 relative to the other candidates, so a memory with nothing related still has a "best"
@@ -35,6 +37,14 @@ def session_ranks(items: Sequence[Candidate]) -> dict[str, int]:
     return ranks
 
 
+def session_scores(items: Sequence[Candidate]) -> dict[str, float]:
+    """Each session's score by its best item in a best-first list, best session first."""
+    scores: dict[str, float] = {}
+    for item in items:
+        scores.setdefault(str(item.fields["session_key"]), item.score)
+    return scores
+
+
 @dataclass
 class SessionSignals:
     """What the retrievers and the location index say about each candidate session."""
@@ -43,20 +53,34 @@ class SessionSignals:
     cosine: dict[str, float]  # session key -> cosine of its nearest item to the query
     location: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (edited, mentioned) idf mass
     # Rankings by the report's title, made only in a memory that holds commit experiences
-    # ("title": BM25 over every experience's text, "subject": over the commits' subjects):
+    # ("title": BM25 of the title and the prose's first words over every experience's text,
+    # "subject": of the title over the commits' subjects):
     # name -> session key -> rank; only non-empty ones are held, so a memory of agent
     # sessions alone has none.
     commit_ranks: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The lexical retriever's best session and its BM25 score over the next session's (inf
+    # when no other session matched); None when it found nothing.
+    lexical_lead: tuple[str, float] | None = None
 
     @classmethod
     def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],
            commit_ranks: Mapping[str, dict[str, int]] | None = None) -> SessionSignals:
         """From each retriever's best-first items (`found["dense"]` scores are cosines)."""
-        cosine: dict[str, float] = {}
-        for item in found.get("dense", ()):
-            cosine.setdefault(str(item.fields["session_key"]), item.score)
         held = {name: ranks for name, ranks in (commit_ranks or {}).items() if ranks}
-        return cls({name: session_ranks(items) for name, items in found.items()}, cosine, location, held)
+        lexical = list(session_scores(found.get("lexical", ())).items())[:2]
+        lead = None
+        if lexical:
+            second = lexical[1][1] if len(lexical) > 1 else 0.0
+            lead = (lexical[0][0], lexical[0][1] / second if second > 0 else math.inf)
+        return cls({name: session_ranks(items) for name, items in found.items()},
+                   session_scores(found.get("dense", ())), location, held, lead)
+
+    def commit_rankings(self, config: SearchConfig) -> dict[str, dict[str, int]]:
+        """The commit rankings, and where they are held (a memory of commit experiences) the
+        lexical retriever's clear winner (`SearchConfig.lead_ratio`) as a ranking of one."""
+        if self.commit_ranks and self.lexical_lead and self.lexical_lead[1] >= config.lead_ratio:
+            return {**self.commit_ranks, "lead": {self.lexical_lead[0]: 1}}
+        return self.commit_ranks
 
     def location_ranks(self, config: SearchConfig) -> dict[str, int]:
         scored = {k: location_score(e, m, config.location_mention_weight) for k, (e, m) in self.location.items()}
@@ -70,7 +94,7 @@ class SessionSignals:
 
 def weights_of(config: SearchConfig) -> dict[str, float]:
     return {"lexical": config.lexical_weight, "dense": config.dense_weight, "refs": config.refs_weight,
-            "location": config.location_weight, "title": config.title_weight, "subject": config.subject_weight}
+            "location": config.location_weight, "title": config.title_weight, "subject": config.subject_weight, "lead": config.lead_weight}
 
 
 def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
@@ -79,7 +103,7 @@ def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
     scores as if they did not exist)."""
     k = config.session_rrf_k
     weights = weights_of(config)
-    ranks = {**signals.ranks, "location": signals.location_ranks(config), **signals.commit_ranks}
+    ranks = {**signals.ranks, "location": signals.location_ranks(config), **signals.commit_rankings(config)}
     top = sum(w for name, w in weights.items() if name in ranks) / (k + 1) or 1.0
     scores: dict[str, float] = {}
     for name, by_session in ranks.items():
@@ -121,7 +145,7 @@ def explain(signals: SessionSignals, key: str, fused: float, other: float, confi
         "fused": round(fused, 4),
         "signals": {
             **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},
-            **{f"{name}_rank": ranks.get(key) for name, ranks in signals.commit_ranks.items()},
+            **{f"{name}_rank": ranks.get(key) for name, ranks in signals.commit_rankings(config).items()},
             "cosine": round(signals.cosine[key], 4) if key in signals.cosine else None,
             "location": round(signals.location_of(key, config), 3),
             "location_rank": location_rank,
