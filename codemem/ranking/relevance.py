@@ -7,9 +7,14 @@ orders the experiences.
 
 The fused score says which experience comes first, not whether any is related: it is
 relative to the other candidates, so a memory with nothing related still has a "best"
-experience. The relevance of an experience is therefore a logistic function of absolute
-evidence (its fused score, the cosine of its nearest item to the task, its code-location
-mass): a probability-like number comparable across queries, which decides whether an
+experience. What tells a related experience from the best of many look-alikes is how far
+it stands out: its lead over the best other experience in the fusion and in BM25 (a share
+of the larger score, so the same in a repository whose texts all score high as in one
+whose texts score low) and how many retrievers put it first; the cosine of its nearest
+item to the task anchors that in how close it is at all. Absolute fused scores and
+code-location mass did not carry over from one repository to the other
+(`eval/relevance_cv.py`). The relevance of an experience is a logistic function of those
+signals: a probability-like number comparable across queries, which decides whether an
 answer carries evidence or stays quiet (`SearchConfig.quiet_below`). Its few coefficients
 are fitted by cross-validation across repositories (`eval/relevance_cv.py`).
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from codemem.ranking.locations import location_score
 from codemem.ranking.recipes import SearchConfig
@@ -35,12 +41,21 @@ def session_ranks(items: Sequence[Candidate]) -> dict[str, int]:
     return ranks
 
 
+def best_scores(items: Sequence[Candidate]) -> dict[str, float]:
+    """Each session's best item score in a best-first list."""
+    best: dict[str, float] = {}
+    for item in items:
+        best.setdefault(str(item.fields["session_key"]), item.score)
+    return best
+
+
 @dataclass
 class SessionSignals:
     """What the retrievers and the location index say about each candidate session."""
 
     ranks: dict[str, dict[str, int]]  # retriever name -> session key -> rank
     cosine: dict[str, float]  # session key -> cosine of its nearest item to the query
+    bm25: dict[str, float] = field(default_factory=dict)  # session key -> BM25 score of its best item
     location: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (edited, mentioned) idf mass
     # Rankings by the report's title, made only in a memory that holds commit experiences
     # ("title": BM25 over every experience's text, "subject": over the commits' subjects):
@@ -52,11 +67,15 @@ class SessionSignals:
     def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],
            commit_ranks: Mapping[str, dict[str, int]] | None = None) -> SessionSignals:
         """From each retriever's best-first items (`found["dense"]` scores are cosines)."""
-        cosine: dict[str, float] = {}
-        for item in found.get("dense", ()):
-            cosine.setdefault(str(item.fields["session_key"]), item.score)
+        best = {name: best_scores(found.get(name, ())) for name in ("dense", "lexical")}
         held = {name: ranks for name, ranks in (commit_ranks or {}).items() if ranks}
-        return cls({name: session_ranks(items) for name, items in found.items()}, cosine, location, held)
+        return cls({name: session_ranks(items) for name, items in found.items()}, best["dense"], best["lexical"],
+                   location, held)
+
+    @cached_property
+    def bm25_others(self) -> dict[str, float]:
+        """For each session, the best BM25 score among the others'."""
+        return runner_up(self.bm25)
 
     def location_ranks(self, config: SearchConfig) -> dict[str, int]:
         scored = {k: location_score(e, m, config.location_mention_weight) for k, (e, m) in self.location.items()}
@@ -92,24 +111,32 @@ def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
 
 
 def runner_up(scores: Mapping[str, float]) -> dict[str, float]:
-    """For each session, the best fused score among the others (0 when there are none)."""
+    """For each session, the best score among the others' (0 when there are none)."""
     top = sorted(scores.values(), reverse=True)[:2] + [0.0, 0.0]
     return {key: top[1] if s >= top[0] else top[0] for key, s in scores.items()}
 
 
-def features(signals: SessionSignals, key: str, fused: float, other: float,
-             config: SearchConfig) -> tuple[float, float, float, float]:
-    """The calibration's inputs for one session: fused score, its lead over the best other
-    session (`other`), nearest cosine, log location mass. The lead tells a clear winner from
-    the best of many look-alikes, which the fused score alone (relative to the candidates,
-    so high in any memory) cannot."""
-    return fused, fused - other, signals.cosine.get(key, 0.0), math.log1p(signals.location_of(key, config))
+def share_lead(value: float, other: float) -> float:
+    """How far `value` stands out from the best `other`, as a share of the larger: in
+    [-1, 1], 0 for a tie, 1 when nothing else scores (so the same on any score's scale)."""
+    top = max(value, other)
+    return (value - other) / top if top > 0 else 0.0
+
+
+def features(signals: SessionSignals, key: str, fused: float, other: float) -> tuple[float, float, float, float]:
+    """The calibration's inputs for one session: its lead over the best other session
+    (`other`: its fused score) in the fusion and in BM25 (shares of the larger score), the
+    cosine of its nearest item, and how many retrievers rank it first."""
+    bm25_other = signals.bm25_others.get(key, max(signals.bm25.values(), default=0.0))
+    return (share_lead(fused, other), share_lead(signals.bm25.get(key, 0.0), bm25_other),
+            signals.cosine.get(key, 0.0),
+            float(sum(signals.ranks.get(name, {}).get(key) == 1 for name in RETRIEVERS)))
 
 
 def relevance(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> float:
     """Calibrated relevance in (0, 1): a logistic function of `features`."""
     b0, *b = config.relevance_coefficients
-    z = b0 + sum(w * f for w, f in zip(b, features(signals, key, fused, other, config), strict=True))
+    z = b0 + sum(w * f for w, f in zip(b, features(signals, key, fused, other), strict=True))
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
@@ -123,6 +150,7 @@ def explain(signals: SessionSignals, key: str, fused: float, other: float, confi
             **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},
             **{f"{name}_rank": ranks.get(key) for name, ranks in signals.commit_ranks.items()},
             "cosine": round(signals.cosine[key], 4) if key in signals.cosine else None,
+            "bm25": round(signals.bm25[key], 3) if key in signals.bm25 else None,
             "location": round(signals.location_of(key, config), 3),
             "location_rank": location_rank,
         },
