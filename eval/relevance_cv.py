@@ -293,7 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     held_out = pool_folds(folds, tasks)
     result = {
         "provenance": finish(prov),
-        "run": {"tasks": len(tasks), "data_dir": str(args.data_dir), "grid": GRID, "floors": FLOORS},
+        "run": {"tasks": len(tasks), "data_dir": str(args.data_dir), "grid": GRID, "floors": FLOORS,
+                "floor_margin": FLOOR_MARGIN, "penalties": PENALTIES, "smooth_steps": SMOOTH_STEPS},
         "default_search": baseline,
         "held_out_by_repo": held_out,
         "folds": [{k: v for k, v in f.items() if k != "config"} for f in folds],
