@@ -9,13 +9,16 @@ back), then once on all tasks (the values `DEFAULT_SEARCH` ships):
 
 1. fusion: the weights of the lexical, dense, references and code-location rankings, the
    session RRF k and the mention weight of code locations: best MRR (then hit@1);
-2. the relevance floor: the largest share of the best score that keeps every gold
-   experience the fusion finds among as many experiences as an answer can hold;
-3. the calibration: a logistic regression of "is gold" on (fused score, lead over the best
-   other, nearest cosine, log location mass) over the first 10 experiences of each
-   noisy-all and absent answer;
+2. the relevance floor: half the largest share of the best score that keeps every gold
+   experience the fusion finds among as many experiences as an answer can hold (a margin:
+   the lossless floor of one repository's ~30 tasks cut the other's gold);
+3. the calibration: an L2-regularised logistic regression of "is gold" on
+   `relevance.features` (the experience's lead in the fusion and in BM25, its nearest
+   cosine, how many retrievers rank it first) over the first 10 experiences of each
+   noisy-all and absent answer, its penalty chosen by a 5-fold split of the training tasks;
 4. the quiet threshold: the best noisy-all gold share of the first 8k tokens among the
-   thresholds whose absent answers carry at most 30% of the noisy-all tokens.
+   thresholds whose absent answers carry at most 30% of the noisy-all tokens (else the
+   lowest ratio), on the training curve averaged over neighbouring thresholds.
 
 The retrievers run once per task and memory (`Memory.signals`); every candidate setting
 is then a pure re-fusion. The chosen settings are finally scored end to end by
@@ -51,6 +54,10 @@ from eval._replay_metrics import Item, QueryScore, count_tokens, score_query, su
 
 TOP_K = 100
 CALIBRATION_DEPTH = 10
+# The calibration's L2 penalties (on standardised features), one chosen per fit by the
+# log-loss of a 5-fold split of the training tasks.
+PENALTIES = (0.1, 1.0, 10.0, 100.0)
+INNER_FOLDS = 5
 # The lexical weight is the unit; a small grid, so that one repository's 26-36 tasks
 # choose among few settings.
 GRID = {
@@ -61,7 +68,14 @@ GRID = {
     "location_mention_weight": (0.25, 0.5),
 }
 FLOORS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+# The floor shipped is this share of the largest lossless one: that one sits just under the
+# training repository's lowest gold score (a minimum over ~30 tasks), and the other
+# repository's lowest lies well under it (0.4 lossless on sympy's tasks cut 5 of django's).
+FLOOR_MARGIN = 0.5
 THRESHOLDS = tuple(round(float(x), 2) for x in np.arange(0.02, 0.98, 0.02))
+# The quiet threshold's training curve is averaged over +-2 steps of 0.02 before choosing:
+# on ~30 tasks it jumps by a task at a time, and its best point alone is those tasks' luck.
+SMOOTH_STEPS = 2
 # The issue's target: an absent answer carries at most this share of a noisy-all answer's tokens.
 ABSENT_SHARE = 0.3
 USERS = {"noisy-all": "all", "absent": "absent"}
@@ -102,8 +116,8 @@ def fit_fusion(cases: Sequence[Case], gold_keys: dict[str, set[str]]) -> tuple[S
 
 
 def fit_floor(cases: Sequence[Case], config: SearchConfig, gold_keys: dict[str, set[str]], room: int) -> float:
-    """The largest floor that loses no gold experience found without one among the first
-    `room` experiences (as many as an answer's budget can hold)."""
+    """FLOOR_MARGIN times the largest floor that loses no gold experience found without one
+    among the first `room` experiences (as many as an answer's budget can hold)."""
     def found(floor: float) -> int:
         n = 0
         for c in cases:
@@ -113,24 +127,48 @@ def fit_floor(cases: Sequence[Case], config: SearchConfig, gold_keys: dict[str, 
         return n
 
     base = found(0.0)
-    return max((f for f in FLOORS if found(f) >= base), default=0.0)
+    return round(FLOOR_MARGIN * max((f for f in FLOORS if found(f) >= base), default=0.0), 3)
 
 
 def calibration_rows(cases: Sequence[Case], config: SearchConfig,
-                     gold_keys: dict[str, set[str]]) -> tuple[np.ndarray, np.ndarray]:
-    x, y = [], []
+                     gold_keys: dict[str, set[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features, "is gold" and the row's task (its index in `cases`' task order)."""
+    x, y, task = [], [], []
+    tasks = {t: i for i, t in enumerate(dict.fromkeys(c.task.instance_id for c in cases))}
     for c in cases:
         order, scores = ranking(c, config)
         others = runner_up(scores)
         for key in order[:CALIBRATION_DEPTH]:
-            x.append(features(c.signals, key, scores[key], others[key], config))
+            x.append(features(c.signals, key, scores[key], others[key]))
             y.append(c.condition == "noisy-all" and key in gold_keys[c.task.instance_id])
-    return np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+            task.append(tasks[c.task.instance_id])
+    return np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(task)
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 50) -> tuple[float, ...]:
-    """Newton's method for L2-regularised logistic regression; (intercept, *coefficients)."""
-    a = np.hstack([np.ones((len(x), 1)), x])
+def fit_calibration(x: np.ndarray, y: np.ndarray, task: np.ndarray) -> tuple[tuple[float, ...], float]:
+    """The logistic coefficients on all rows, with the penalty whose fits on 4/5 of the
+    tasks predict the other fifth best (log-loss; a task's rows stay together)."""
+    fold = task % INNER_FOLDS
+
+    def loss(l2: float) -> float:
+        total = 0.0
+        for f in range(INNER_FOLDS):
+            b0, *b = fit_logistic(x[fold != f], y[fold != f], l2)
+            p = np.clip(1 / (1 + np.exp(-(b0 + x[fold == f] @ np.asarray(b)))), 1e-6, 1 - 1e-6)
+            total -= float(np.sum(y[fold == f] * np.log(p) + (1 - y[fold == f]) * np.log(1 - p)))
+        return total
+
+    l2 = min(PENALTIES, key=loss)
+    return fit_logistic(x, y, l2), l2
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 50) -> tuple[float, ...]:
+    """Newton's method for L2-regularised logistic regression; (intercept, *coefficients)
+    on `x`'s own scale. The penalty acts on standardised features, so that it shrinks each
+    feature alike whatever its unit."""
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    std[std == 0] = 1.0
+    a = np.hstack([np.ones((len(x), 1)), (x - mean) / std])
     w = np.zeros(a.shape[1])
     reg = np.eye(a.shape[1]) * l2
     reg[0, 0] = 0.0
@@ -139,7 +177,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 50
         grad = a.T @ (p - y) + reg @ w
         hess = a.T @ (a * (p * (1 - p))[:, None]) + reg
         w -= np.linalg.solve(hess, grad)
-    return tuple(round(float(v), 4) for v in w)
+    b = w[1:] / std
+    return tuple(round(float(v), 4) for v in (w[0] - float(b @ mean), *b))
 
 
 def best_relevance(case: Case, config: SearchConfig) -> float:
@@ -152,11 +191,11 @@ def best_relevance(case: Case, config: SearchConfig) -> float:
 
 def fit_threshold(memory: Memory, cases: Sequence[Case],
                   config: SearchConfig) -> tuple[float, dict[float, dict[str, float]]]:
-    """The quiet threshold with the best noisy-all gold share of the first 8k tokens among
-    those whose absent answers total at most ABSENT_SHARE of the noisy-all tokens (the
-    lowest such ratio when none does). Each case's answer is either its loud or its quiet
-    version, so both are built once and every threshold is scored exactly. Also returns the
-    training figures of every threshold (the trade-off curve)."""
+    """The quiet threshold (`choose_threshold`) from the noisy-all gold share of the first
+    8k tokens and the absent/noisy-all tokens of each threshold. Each case's answer is
+    either its loud or its quiet version, so both are built once and every threshold is
+    scored exactly. Also returns the training figures of every threshold (the trade-off
+    curve)."""
     loud = {(c.task.instance_id, c.condition): answer_score(memory, c, config.replace(quiet_below=0.0)) for c in cases}
     hush = {(c.task.instance_id, c.condition): answer_score(memory, c, config.replace(quiet_below=1.0)) for c in cases}
     best = {(c.task.instance_id, c.condition): best_relevance(c, config) for c in cases}
@@ -167,12 +206,22 @@ def fit_threshold(memory: Memory, cases: Sequence[Case],
         share = float(np.mean([s.gold_share_8k or 0.0 for (_, c), s in pick.items() if c == "noisy-all"]))
         return share, tokens["absent"] / max(tokens["noisy-all"], 1.0)
 
-    scored = {t: outcome(t) for t in THRESHOLDS}
-    curve = {t: {"gold_share_8k": round(g, 3), "absent_over_noisy": round(r, 3)} for t, (g, r) in scored.items()}
+    raw = {t: outcome(t) for t in THRESHOLDS}
+    curve = {t: {"gold_share_8k": round(g, 3), "absent_over_noisy": round(r, 3)} for t, (g, r) in raw.items()}
+    return choose_threshold(raw), curve
+
+
+def choose_threshold(curve: dict[float, tuple[float, float]]) -> float:
+    """Of the thresholds (ascending) with their (gold share, absent/noisy-all tokens), the
+    one with the best gold share among those whose ratio is at most ABSENT_SHARE, else the
+    lowest ratio, both read on the curve averaged over SMOOTH_STEPS steps either side."""
+    ts = sorted(curve)
+    near = {t: [curve[u] for u in ts[max(0, i - SMOOTH_STEPS): i + SMOOTH_STEPS + 1]] for i, t in enumerate(ts)}
+    scored = {t: (float(np.mean([g for g, _ in w])), float(np.mean([r for _, r in w]))) for t, w in near.items()}
     ok = [t for t, (_, ratio) in scored.items() if ratio <= ABSENT_SHARE]
     if ok:
-        return max(ok, key=lambda t: (scored[t][0], -t)), curve
-    return min(scored, key=lambda t: scored[t][1]), curve
+        return max(ok, key=lambda t: (scored[t][0], -t))
+    return min(scored, key=lambda t: scored[t][1])
 
 
 def answer_score(memory: Memory, case: Case, config: SearchConfig) -> QueryScore:
@@ -187,12 +236,12 @@ def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -
     noisy = [c for c in cases if c.condition == "noisy-all"]
     config, (mrr, hit1) = fit_fusion(noisy, gold_keys)
     config = config.replace(relevance_floor=fit_floor(noisy, config, gold_keys, memory.shape.groups_to_read(TOP_K)))
-    coefficients = fit_logistic(*calibration_rows(cases, config, gold_keys))
+    coefficients, l2 = fit_calibration(*calibration_rows(cases, config, gold_keys))
     config = config.replace(relevance_coefficients=coefficients)
     threshold, curve = fit_threshold(memory, cases, config)
     config = config.replace(quiet_below=threshold)
     chosen = {name: getattr(config, name) for name in [*GRID, "relevance_floor", "relevance_coefficients", "quiet_below"]}
-    return config, {"chosen": chosen, "train_rank": {"mrr": round(mrr, 3), "hit1": round(hit1, 3)},
+    return config, {"chosen": chosen, "calibration_l2": l2, "train_rank": {"mrr": round(mrr, 3), "hit1": round(hit1, 3)},
                     "threshold_curve": curve}
 
 
@@ -244,7 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     held_out = pool_folds(folds, tasks)
     result = {
         "provenance": finish(prov),
-        "run": {"tasks": len(tasks), "data_dir": str(args.data_dir), "grid": GRID, "floors": FLOORS},
+        "run": {"tasks": len(tasks), "data_dir": str(args.data_dir), "grid": GRID, "floors": FLOORS,
+                "floor_margin": FLOOR_MARGIN, "penalties": PENALTIES, "smooth_steps": SMOOTH_STEPS},
         "default_search": baseline,
         "held_out_by_repo": held_out,
         "folds": [{k: v for k, v in f.items() if k != "config"} for f in folds],

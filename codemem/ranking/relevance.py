@@ -9,9 +9,14 @@ leads the next one's, is a ranking of its own (`SessionSignals.commit_rankings`)
 
 The fused score says which experience comes first, not whether any is related: it is
 relative to the other candidates, so a memory with nothing related still has a "best"
-experience. The relevance of an experience is therefore a logistic function of absolute
-evidence (its fused score, the cosine of its nearest item to the task, its code-location
-mass): a probability-like number comparable across queries, which decides whether an
+experience. What tells a related experience from the best of many look-alikes is how far
+it stands out: its lead over the best other experience in the fusion and in BM25 (a share
+of the larger score, so the same in a repository whose texts all score high as in one
+whose texts score low) and how many retrievers put it first; the cosine of its nearest
+item to the task anchors that in how close it is at all. Absolute fused scores and
+code-location mass did not carry over from one repository to the other
+(`eval/relevance_cv.py`). The relevance of an experience is a logistic function of those
+signals: a probability-like number comparable across queries, which decides whether an
 answer carries evidence or stays quiet (`SearchConfig.quiet_below`). Its few coefficients
 are fitted by cross-validation across repositories (`eval/relevance_cv.py`).
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from codemem.ranking.locations import location_score
 from codemem.ranking.recipes import SearchConfig
@@ -51,6 +57,7 @@ class SessionSignals:
 
     ranks: dict[str, dict[str, int]]  # retriever name -> session key -> rank
     cosine: dict[str, float]  # session key -> cosine of its nearest item to the query
+    bm25: dict[str, float] = field(default_factory=dict)  # session key -> BM25 score of its best item
     location: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (edited, mentioned) idf mass
     # Rankings by the report's title, made only in a memory that holds commit experiences
     # ("title": BM25 of the title and the prose's first words over every experience's text,
@@ -58,28 +65,36 @@ class SessionSignals:
     # name -> session key -> rank; only non-empty ones are held, so a memory of agent
     # sessions alone has none.
     commit_ranks: dict[str, dict[str, int]] = field(default_factory=dict)
-    # The lexical retriever's best session and its BM25 score over the next session's (inf
-    # when no other session matched); None when it found nothing.
-    lexical_lead: tuple[str, float] | None = None
 
     @classmethod
     def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],
            commit_ranks: Mapping[str, dict[str, int]] | None = None) -> SessionSignals:
         """From each retriever's best-first items (`found["dense"]` scores are cosines)."""
         held = {name: ranks for name, ranks in (commit_ranks or {}).items() if ranks}
-        lexical = list(session_scores(found.get("lexical", ())).items())[:2]
-        lead = None
-        if lexical:
-            second = lexical[1][1] if len(lexical) > 1 else 0.0
-            lead = (lexical[0][0], lexical[0][1] / second if second > 0 else math.inf)
         return cls({name: session_ranks(items) for name, items in found.items()},
-                   session_scores(found.get("dense", ())), location, held, lead)
+                   session_scores(found.get("dense", ())), session_scores(found.get("lexical", ())), location, held)
+
+    @cached_property
+    def bm25_others(self) -> dict[str, float]:
+        """For each session, the best BM25 score among the others'."""
+        return runner_up(self.bm25)
+
+    @property
+    def lexical_lead(self) -> tuple[str, float] | None:
+        """The lexical retriever's best session and its BM25 score over the next session's
+        (inf when no other session matched); None when it found nothing."""
+        top = list(self.bm25.items())[:2]  # best first, as the retriever ranked them
+        if not top:
+            return None
+        second = top[1][1] if len(top) > 1 else 0.0
+        return top[0][0], top[0][1] / second if second > 0 else math.inf
 
     def commit_rankings(self, config: SearchConfig) -> dict[str, dict[str, int]]:
         """The commit rankings, and where they are held (a memory of commit experiences) the
         lexical retriever's clear winner (`SearchConfig.lead_ratio`) as a ranking of one."""
-        if self.commit_ranks and self.lexical_lead and self.lexical_lead[1] >= config.lead_ratio:
-            return {**self.commit_ranks, "lead": {self.lexical_lead[0]: 1}}
+        lead = self.lexical_lead
+        if self.commit_ranks and lead and lead[1] >= config.lead_ratio:
+            return {**self.commit_ranks, "lead": {lead[0]: 1}}
         return self.commit_ranks
 
     def location_ranks(self, config: SearchConfig) -> dict[str, int]:
@@ -116,24 +131,32 @@ def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
 
 
 def runner_up(scores: Mapping[str, float]) -> dict[str, float]:
-    """For each session, the best fused score among the others (0 when there are none)."""
+    """For each session, the best score among the others' (0 when there are none)."""
     top = sorted(scores.values(), reverse=True)[:2] + [0.0, 0.0]
     return {key: top[1] if s >= top[0] else top[0] for key, s in scores.items()}
 
 
-def features(signals: SessionSignals, key: str, fused: float, other: float,
-             config: SearchConfig) -> tuple[float, float, float, float]:
-    """The calibration's inputs for one session: fused score, its lead over the best other
-    session (`other`), nearest cosine, log location mass. The lead tells a clear winner from
-    the best of many look-alikes, which the fused score alone (relative to the candidates,
-    so high in any memory) cannot."""
-    return fused, fused - other, signals.cosine.get(key, 0.0), math.log1p(signals.location_of(key, config))
+def share_lead(value: float, other: float) -> float:
+    """How far `value` stands out from the best `other`, as a share of the larger: in
+    [-1, 1], 0 for a tie, 1 when nothing else scores (so the same on any score's scale)."""
+    top = max(value, other)
+    return (value - other) / top if top > 0 else 0.0
+
+
+def features(signals: SessionSignals, key: str, fused: float, other: float) -> tuple[float, float, float, float]:
+    """The calibration's inputs for one session: its lead over the best other session
+    (`other`: its fused score) in the fusion and in BM25 (shares of the larger score), the
+    cosine of its nearest item, and how many retrievers rank it first."""
+    bm25_other = signals.bm25_others.get(key, max(signals.bm25.values(), default=0.0))
+    return (share_lead(fused, other), share_lead(signals.bm25.get(key, 0.0), bm25_other),
+            signals.cosine.get(key, 0.0),
+            float(sum(signals.ranks.get(name, {}).get(key) == 1 for name in RETRIEVERS)))
 
 
 def relevance(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> float:
     """Calibrated relevance in (0, 1): a logistic function of `features`."""
     b0, *b = config.relevance_coefficients
-    z = b0 + sum(w * f for w, f in zip(b, features(signals, key, fused, other, config), strict=True))
+    z = b0 + sum(w * f for w, f in zip(b, features(signals, key, fused, other), strict=True))
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
@@ -147,6 +170,7 @@ def explain(signals: SessionSignals, key: str, fused: float, other: float, confi
             **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},
             **{f"{name}_rank": ranks.get(key) for name, ranks in signals.commit_rankings(config).items()},
             "cosine": round(signals.cosine[key], 4) if key in signals.cosine else None,
+            "bm25": round(signals.bm25[key], 3) if key in signals.bm25 else None,
             "location": round(signals.location_of(key, config), 3),
             "location_rank": location_rank,
         },

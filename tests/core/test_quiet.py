@@ -26,7 +26,7 @@ CHORES = [
     "Bump the copyright year in docs/conf.py",
 ]
 QUERY = "bulk_create TypeError with ignore_conflicts in _batched_insert"
-# The calibration reads (intercept, fused, lead, cosine, log location mass); these make a
+# The calibration reads (intercept, fused lead, BM25 lead, cosine, agreement); these make a
 # strong match clear 0.5 and a weak one fall below it.
 SURE = DEFAULT_SEARCH.replace(relevance_coefficients=(-3.0, 2.0, 0.0, 4.0, 1.0), quiet_below=0.5)
 
