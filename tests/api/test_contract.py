@@ -58,8 +58,12 @@ def test_search_items_have_contract_fields_and_decreasing_scores(client: TestCli
     client.post("/add", json=add_body("r1", texts=CODE_TEXTS))
     client.post("/add", json=add_body("r2", session_id="s2", texts=("Unrelated note about sympy matrices.",)))
     hits = search(client, "u1", "QuerySet.filter None TypeError", top_k=10)
-    assert sorted(messages(hits)) == sorted(CODE_TEXTS)
+    assert sorted(m for m in messages(hits) if m in CODE_TEXTS) == sorted(CODE_TEXTS)
     assert hits[0]["metadata"]["kind"] == "card" and hits[0]["session_id"] == "s1"
+    sessions = [h["session_id"] for h in hits]
+    assert sessions == sorted(sessions)  # the related experience whole, then the unrelated one, if at all
+    cards = {h["session_id"]: h["metadata"]["relevance"] for h in hits if h["metadata"]["kind"] == "card"}
+    assert cards.get("s2", 0.0) < cards["s1"]
     for h in hits:
         assert isinstance(h["id"], str) and h["id"]
         assert isinstance(h["content"], str) and h["content"]
