@@ -58,7 +58,11 @@ class Settings:
     # indexes once compact_min_writes commits piled up (or writes went quiet). Every commit
     # adds a fragment that each filtered query opens: at a few hundred, an Add's lookups cost
     # ~25 ms each instead of ~2 ms (measured ingesting git history).
-    compact_interval_s: float = 3.0
+    # Every second: a round costs 0.1-0.2 s of CPU at 20k rows since it leaves large
+    # fragments and full-text index segments alone, and fewer loose fragments make the
+    # Adds' merges and the Searches cheaper (`eval.load` 32 + 64 single-message clients at
+    # 20k rows: 86-97 ms of CPU per answer against 108 ms every 3 s; eval/README.md).
+    compact_interval_s: float = 1.0
     compact_min_writes: int = 50
     # A store past either bound is compacted whatever the commit count says, at start-up
     # too: a server restarted on a store left un-compacted (63 fragments, 2,961 rows outside
