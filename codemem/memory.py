@@ -455,16 +455,13 @@ class Memory:
 
     @contextlib.contextmanager
     def _deleting(self) -> Iterator[None]:
-        """Around a delete that no session lock covers: what every process kept of any
-        session is dropped (`sessions.StateCache`), before (so none keeps it meanwhile)
-        and after (so none keeps what it read meanwhile)."""
+        """Around a delete that no session lock covers: the `deletes` lock is held throughout
+        and its generation raised first, so every process drops what it kept of any session
+        (`sessions.StateCache`) and keeps nothing it reads while the delete runs, even if
+        this process dies before the delete is done."""
         with self.store.locks.deletes:
             self.store.locks.deletes.bump()
-        try:
             yield
-        finally:
-            with self.store.locks.deletes:
-                self.store.locks.deletes.bump()
 
     def store_health(self) -> dict[str, int]:
         """The store's figures for a health check; empty when they cannot be read just now

@@ -100,7 +100,9 @@ class StateCache:
     the lock file's generation before it writes (`writing`); an entry is used only while
     the generation is the one this process last saw or set, so a write by another process
     (another worker, a CLI import) makes it read again. Deletes that hold no session lock
-    (a user's, a purge) raise the `deletes` generation, which drops every entry. Without
+    (a user's, a purge) raise the `deletes` generation, which drops every entry, and hold
+    the `deletes` lock while they run, when nothing is used or kept (what is read then may be
+    going; a deleter that dies midway leaves the generation raised). Without
     lock files (object storage) nothing is kept. Bounded by sessions, least recent out first.
 
     Every method is called holding the session's lock."""
@@ -118,7 +120,9 @@ class StateCache:
         """The session's state if this process holds a current one."""
         stripe = self.locks.stripe(session_key)
         generation = self.locks.session(session_key).generation()
-        deletes = self.locks.deletes.generation()
+        deletes = self.locks.deletes.generation()  # read before the probe: a delete after it raises it
+        if self.locks.deletes.held():
+            return None
         with self._lock:
             if deletes != self._deletes:  # rows may be gone anywhere: start again
                 self._clear()
@@ -151,10 +155,11 @@ class StateCache:
     def put(self, session_key: str, state: SessionState) -> None:
         """The session's state as this process has just read or written it (kept only while
         its stripe's generation is known: not on object storage, nor after a `get` saw a
-        delete meanwhile)."""
+        delete meanwhile, nor while one runs)."""
+        held = self.locks.deletes.held()
         with self._lock:
             self._drop(session_key)
-            if self.locks.stripe(session_key) not in self._seen:
+            if held or self.locks.stripe(session_key) not in self._seen:
                 return
             self._entries[session_key] = state
             self._by_stripe.setdefault(self.locks.stripe(session_key), set()).add(session_key)

@@ -83,11 +83,11 @@ class SessionSignals:
     def lexical_lead(self) -> tuple[str, float] | None:
         """The lexical retriever's best session and its BM25 score over the next session's
         (inf when no other session matched); None when it found nothing."""
-        top = list(self.bm25.items())[:2]  # best first, as the retriever ranked them
-        if not top:
+        if not self.bm25:
             return None
-        second = top[1][1] if len(top) > 1 else 0.0
-        return top[0][0], top[0][1] / second if second > 0 else math.inf
+        best = max(self.bm25, key=self.bm25.__getitem__)
+        second = self.bm25_others[best]
+        return best, self.bm25[best] / second if second > 0 else math.inf
 
     def commit_rankings(self, config: SearchConfig) -> dict[str, dict[str, int]]:
         """The commit rankings, and where they are held (a memory of commit experiences) the

@@ -34,6 +34,7 @@ class ProcessLock:
         self._open_lock = threading.Lock()
         self._path = path
         self._fd: int | None = None
+        self._probe_fd: int | None = None  # a second open file, whose `flock` meets the first's
 
     def acquire(self, blocking: bool = True) -> bool:
         if not self._thread_lock.acquire(blocking):
@@ -57,6 +58,26 @@ class ProcessLock:
 
     def locked(self) -> bool:
         return self._thread_lock.locked()
+
+    def held(self) -> bool:
+        """Whether a thread of this process or another process holds the lock now: a shared
+        `flock` tried, without waiting, on a second open file of the lock (which meets the
+        holder's exclusive one, even in this process) and given back at once. Probing takes
+        no thread lock, so probes from many threads do not see one another as holders."""
+        if self._thread_lock.locked():
+            return True
+        if self._path is None:
+            return False
+        with self._open_lock:
+            if self._probe_fd is None:
+                self._probe_fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = self._probe_fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
 
     def generation(self) -> int | None:
         """A counter kept in the lock file, raised (`bump`) by every process before it
@@ -111,8 +132,9 @@ class Locks:
 
         self.write = lock("write.lock")
         self.compaction = lock("compaction.lock")
-        # Its generation is raised around every delete that no session lock covers (a
-        # user's, a purge): what a process kept of any session may be gone.
+        # Held throughout every delete that no session lock covers (a user's, a purge), its
+        # generation raised when one starts: what a process kept of any session may be gone,
+        # and nothing read while one runs is kept (`sessions.StateCache`).
         self.deletes = lock("deletes.lock")
         self._sessions = [lock(f"session-{i:03d}.lock") for i in range(self.STRIPES)]
 

@@ -120,6 +120,46 @@ def test_a_delete_by_another_process_is_not_undone_by_a_later_add(
     assert "secret" not in card["text"]
 
 
+def test_what_is_read_while_another_process_deletes_is_not_kept_if_that_process_dies(
+        pair: tuple[Memory, Memory]) -> None:
+    a, b = pair
+    assert _add(a, "r1", "the first task text")
+    deletes = b.store.locks.deletes
+    deletes.acquire()  # b's delete of the user starts ...
+    deletes.bump()
+    assert a.store.locks.deletes.held()
+    assert _add(a, "r2", "read and written while the delete runs")
+    b.store.delete_user(key_of(USER))  # ... commits, and b dies before it could say so again
+    deletes.release()
+    assert not a.store.locks.deletes.held()
+    assert _add(a, "r1", "a new start")  # not taken for a duplicate of the deleted first copy
+    assert _stored(a) == (1, 1)
+
+
+def test_a_lock_held_by_a_thread_or_another_process_is_seen_as_held(tmp_path: Path) -> None:
+    import threading
+
+    one, two = Locks(str(tmp_path)), Locks(str(tmp_path))
+    assert not one.deletes.held() and not two.deletes.held()
+    with one.deletes:
+        assert one.deletes.held() and two.deletes.held()
+    taken, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with two.deletes:
+            taken.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    taken.wait(10)
+    assert two.deletes.held() and one.deletes.held()
+    done.set()
+    thread.join()
+    assert not one.deletes.held() and not two.deletes.held()
+    assert not Locks("s3://bucket/prefix").deletes.held()
+
+
 def test_a_restarted_process_reads_what_it_wrote_before(data_dir: str, embedder: MiniLMEmbedder) -> None:
     settings = Settings(data_dir=data_dir, compact_interval_s=0)
     with Memory(settings, embedder=embedder) as first:
