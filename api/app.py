@@ -17,7 +17,6 @@ from api.admission import Admission
 from api.errors import handle_core_error, handle_http, handle_unexpected, handle_validation
 from api.logs import access_log
 from api.memoryarena import MemoryArenaController, MemoryArenaSettings
-from api.priority import LoopPrecedence
 from api.routes import MemoryController, health
 from codemem.config import Settings
 from codemem.errors import CodememError
@@ -48,12 +47,9 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
         metrics.STORE.memory, metrics.STORE.admission = mem, app.state.admission
         # Load the model in the background: /health answers at once, the first Add waits.
         threading.Thread(target=mem.warm_up, name="codemem-warmup", daemon=True).start()
-        precedence = LoopPrecedence(settings.worker_nice)
-        precedence.start()  # on the event loop's thread
         try:
             yield
         finally:
-            precedence.stop()
             if owned:
                 mem.close()
 

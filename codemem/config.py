@@ -80,10 +80,6 @@ class Settings:
     # the shared pool; to be swept on a quiet machine.
     add_threads: int = 0
     search_threads: int = 0
-    # The server's threads other than its event loop's run at this nice value (0: as started),
-    # so a request is accepted, refused or answered as soon as it arrives: under saturation
-    # on 2 cores a 503 took p95 61-149 ms at 0 and 28-33 ms at 10 (api/priority.py).
-    worker_nice: int = 10
     # Search: the knobs of the search configuration (codemem/ranking/recipes.py, where their
     # values are explained) that a deployment may set; the rest is DEFAULT_SEARCH.
     candidates: int = DEFAULT_SEARCH.candidates
