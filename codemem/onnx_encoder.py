@@ -138,6 +138,7 @@ class OnnxEncoder:
         features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="np")
         return {name: features[name].astype(np.int64) for name in _INPUTS}
 
+
 def _export(model: SentenceTransformer) -> bytes:
     import torch
 
