@@ -79,7 +79,7 @@ class SessionSignals:
         """For each session, the best BM25 score among the others'."""
         return runner_up(self.bm25)
 
-    @property
+    @cached_property
     def lexical_lead(self) -> tuple[str, float] | None:
         """The lexical retriever's best session and its BM25 score over the next session's
         (inf when no other session matched); None when it found nothing."""
