@@ -27,6 +27,7 @@ from tqdm import tqdm
 from codemem.embedding import MINILM_NAME, MiniLMEmbedder
 from codemem.experience.types import Experience
 from codemem.gitlog import CommitRecord, commit_to_experience, iter_changes, mainline_shas
+from codemem.gitreleases import Releases
 from codemem.gitstale import Staleness
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
@@ -149,7 +150,7 @@ def ingest_git(
     """One experience per change of the first-parent line (a merged pull request is one,
     with its branch's commits). Changes stored before are not read again, so a re-run adds
     only new commits. A change whose code a later change edited says so on its card
-    (``codemem.gitstale``). The store is compacted (and its indexes brought up to date) once
+    (``codemem.gitstale``); each names the release it came after (``codemem.gitreleases``). The store is compacted (and its indexes brought up to date) once
     at the end, so the first Search after an import does not scan a fragment per batch.
 
     Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
@@ -186,10 +187,12 @@ def ingest_git(
             embedded.clear()
 
         staleness = Staleness()
+        releases = Releases.of_repo(repo)
         for commit, experience, vector in converted:
             if vector is not None:
                 embedded[_embedded_text(experience)] = vector
-            pending.append((commit_request(commit, user_id), staleness.mark(experience)))
+            marked = releases.mark(staleness.mark(experience), commit.authored_at)
+            pending.append((commit_request(commit, user_id), marked))
             report.merges += len(commit.parents) > 1
             if len(pending) >= batch:
                 flush()

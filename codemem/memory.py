@@ -30,6 +30,7 @@ from codemem.ranking.card_indexes import CardIndexes
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import Query, parse_query
 from codemem.ranking.recipes import SearchConfig
+from codemem.ranking.releases import ReleaseIndex
 from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up, session_ranks
 from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
@@ -60,6 +61,7 @@ class Memory:
         self.reranker = reranker
         self._locations = CardIndexes(LocationIndex)
         self._subjects = CardIndexes(SubjectIndex)
+        self._releases = CardIndexes(ReleaseIndex)
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
         self.compactor = Compactor(
@@ -213,11 +215,13 @@ class Memory:
         for user_key, cards in by_user.items():
             self._locations.put(user_key, cards)
             self._subjects.put(user_key, cards)
+            self._releases.put(user_key, cards)
 
     def _forget_indexes(self, user_key: str | None) -> None:
         """Rows were deleted: the card indexes of `user_key` (every user's: None) are read again."""
         self._locations.forget(user_key)
         self._subjects.forget(user_key)
+        self._releases.forget(user_key)
 
     def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None,
                       before: sessions.SessionState) -> sessions.Derived | None:
@@ -357,12 +361,18 @@ class Memory:
         cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
         index = self._pool.submit(self._locations.get, user_key, cards, version)
         subjects = self._pool.submit(self._subjects.get, user_key, cards, version)
+        releases = self._pool.submit(self._releases.get, user_key, cards, version)
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
         items = rrf(list(found.values()), config.item_rrf_k)  # orders each session's evidence
-        return SessionSignals.of(found, index.result().scores(refs),
-                                 self._commit_ranks(user_key, query, subjects.result(), config, limit)), items
+        location = index.result().scores(refs)
+        commit_ranks = self._commit_ranks(user_key, query, subjects.result(), config, limit)
+        if commit_ranks:
+            candidates = {str(c.fields["session_key"]) for c in items} | location.keys()
+            candidates.update(k for ranks in commit_ranks.values() for k in ranks)
+            commit_ranks["since"] = self._since(text, releases.result(), candidates)
+        return SessionSignals.of(found, location, commit_ranks), items
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, config: SearchConfig,
                       limit: int) -> dict[str, dict[str, int]]:
@@ -376,6 +386,13 @@ class Memory:
             return {}
         by_title = self.store.fts(query.summary(config.title_prose_words), user_key, limit)
         return {"title": session_ranks(by_title), "subject": subjects.ranks(query.title, limit)}
+
+    @staticmethod
+    def _since(text: str, releases: ReleaseIndex, candidates: set[str]) -> dict[str, int]:
+        """The candidate experiences released since the version the report names, all
+        first (`ranking/releases.py`); none when it names none."""
+        version = releases.reported(text)
+        return {} if version is None else dict.fromkeys(releases.since(version, candidates), 1)
 
     def _rerank(self, text: str, groups: list[FoundExperience]) -> list[FoundExperience]:
         """`groups` reordered by the reranker, which reads the task and each card."""

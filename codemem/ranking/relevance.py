@@ -4,7 +4,8 @@ Each retriever ranks sessions by their best item (a long session must not win by
 many weak matches); code-location evidence (`locations`) ranks them by the idf mass of
 the code they share with the task. Weighted reciprocal-rank fusion of those rankings
 orders the experiences. In a memory of commit experiences the report's title and opening
-prose rank them too, and the lexical retriever's best experience, when its BM25 score clearly
+prose rank them too, the changes released since the version a report names are lifted
+(`releases`), and the lexical retriever's best experience, when its BM25 score clearly
 leads the next one's, is a ranking of its own (`SessionSignals.commit_rankings`).
 
 The fused score says which experience comes first, not whether any is related: it is
@@ -61,7 +62,8 @@ class SessionSignals:
     location: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (edited, mentioned) idf mass
     # Rankings by the report's title, made only in a memory that holds commit experiences
     # ("title": BM25 of the title and the prose's first words over every experience's text,
-    # "subject": of the title over the commits' subjects):
+    # "subject": of the title over the commits' subjects; "since": the candidates released
+    # since the version the report names, all first, `ranking/releases.py`):
     # name -> session key -> rank; only non-empty ones are held, so a memory of agent
     # sessions alone has none.
     commit_ranks: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -109,7 +111,8 @@ class SessionSignals:
 
 def weights_of(config: SearchConfig) -> dict[str, float]:
     return {"lexical": config.lexical_weight, "dense": config.dense_weight, "refs": config.refs_weight,
-            "location": config.location_weight, "title": config.title_weight, "subject": config.subject_weight, "lead": config.lead_weight}
+            "location": config.location_weight, "title": config.title_weight, "subject": config.subject_weight, "lead": config.lead_weight,
+            "since": config.since_weight}
 
 
 def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:

@@ -56,6 +56,7 @@ def test_past_fixes_scores_a_tiny_history(tmp_path: Path) -> None:
     assert chosen["tasks"] == 1 and chosen["shipped"]["hit@1"] == 1.0
     assert set(chosen["in_sample"]["chosen"]) == set(past_fixes_cv.KNOBS)
     assert chosen["held_out"]["hit@1"] == 1.0  # one repository: no other to fit on, the shipped search
+    assert chosen["held_out_joint"]["hit@1"] == 1.0
 
 
 def test_staleness_checks_the_flags_against_git(tmp_path: Path) -> None:
