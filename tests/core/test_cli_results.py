@@ -32,6 +32,9 @@ def test_a_commit_leads_with_subject_sha_date_author_files_refs_and_how_to_open_
     assert lines[1].split()[:6] == ["commit", SHA[:12], "2024-01-01", "00:00", "UTC", "by"]
     assert "files: calc.py" in text and "refs: #42, #41" in text  # not the diff's "#include"
     assert f"open: git show {SHA[:12]}" in text
+    assert "release" not in text  # a change before the project's first release
+    released = format_hit(1, _hit(f"git:{SHA}", COMMIT_CARD, after_release="1.18.22", timestamp=1704067200000))
+    assert "    landed after release 1.18.22" in released.splitlines()
 
 
 def test_a_session_leads_with_outcome_root_cause_edits_and_tests() -> None:
