@@ -7,13 +7,12 @@ each, see eval/load.py). The bounds default above what the Coding track sends at
 evaluation is never refused; a runaway client is.
 
 The decision is taken on the event loop before any work and before the body is read, so a
-refusal costs no thread and no model time. Each kind may also get its own `threads` worker
-threads (0: anyio's shared pool of 40, as before), the admitted rest waiting on the event
-loop holding nothing. On this project's shared 2-core machine that bound gained nothing
-measurable (issue 18, eval/README.md): under 64 Add + 256 Search clients the server answered
-a 503 within ~100-350 ms (p95, its access log) either way; the seconds the benchmark's client
-measured were spent outside the app (most likely in that one Python client driving 320
-connections on the same two cores, and in the socket backlog).
+refusal costs no thread and no model time. Each kind gets its own `threads` worker threads
+(`Settings.add_threads`, `search_threads`; 0: anyio's shared pool of 40), the admitted rest
+waiting on the event loop holding nothing. In one shared pool, Searches waiting in numbers
+held most threads and Adds ran a few at a time, each group commit small; with a pool each
+(16 Add, 32 Search threads) the same 32 + 64 clients got about twice the Adds at the same
+Searches per second (issue 18, eval/README.md).
 """
 
 from __future__ import annotations

@@ -73,13 +73,18 @@ class Settings:
     # above what an evaluation platform sends at once (64 Adds, 256 Searches).
     max_inflight_adds: int = 256
     max_inflight_searches: int = 1024
-    # Admitted Adds (Searches) worked on at once, each on a thread of its kind's own, the
-    # others waiting their turn holding no thread (0: anyio's shared pool of 40, as before).
-    # Measured on a shared 2-core machine (issue 18, eval/README.md): 4 Add threads cost ~15%
-    # more CPU per answer (smaller group commits), 16 Add + 4 Search threads no better than
-    # the shared pool; to be swept on a quiet machine.
-    add_threads: int = 0
-    search_threads: int = 0
+    # Admitted Adds (Searches) worked on at once, each kind on threads of its own, the
+    # others waiting their turn holding no thread (0: anyio's shared pool of 40). Swept on
+    # this project's 2-core machine at issue 18's setting (`eval.load`, 32 Add + 64 Search
+    # single-message clients at 20k rows; eval/README.md "Worker threads per kind"): in the
+    # shared pool the waiting Searches hold most threads, so few Adds share a group commit
+    # (15 Adds/s, 19 Searches/s); Searches on 8-40 threads of their own leave Adds the
+    # whole pool (43-56 Adds/s) but get only 11-16 Searches/s; 16 Add and 32 Search threads
+    # gave 33.2 and 32.6 Adds/s with 17.7 and 18.5 Searches/s. Adds alone (32 clients)
+    # then go slower than in the shared pool (111 Adds/s there). A machine with more cores
+    # may want more of both.
+    add_threads: int = 16
+    search_threads: int = 32
     # Search: the knobs of the search configuration (codemem/ranking/recipes.py, where their
     # values are explained) that a deployment may set; the rest is DEFAULT_SEARCH.
     candidates: int = DEFAULT_SEARCH.candidates
