@@ -4,8 +4,8 @@ A bug report usually names the version it was seen in ("lombok 1.18.22", "tokio:
 "since 2.8.2"). A change that fixed that bug landed after that version was released, so
 among changes that look alike, the ones released since the reported version are likelier
 to be the fix, or the next one (`codemem.ranking.releases`). On an import each change's
-card metadata gets `after_release`, the highest version the project had released on the
-day the change was authored, and `project`, the names a report may call the project by
+card metadata gets `after_release`, the highest version the project had released before
+the change was authored, and `project`, the names a report may call the project by
 (the repository's directory and remote names, and the prefix of its version tags).
 
 The project's releases are its tags that read as a version alone, optionally after `v`, the

@@ -150,8 +150,9 @@ def ingest_git(
     """One experience per change of the first-parent line (a merged pull request is one,
     with its branch's commits). Changes stored before are not read again, so a re-run adds
     only new commits. A change whose code a later change edited says so on its card
-    (``codemem.gitstale``); each names the release it came after (``codemem.gitreleases``). The store is compacted (and its indexes brought up to date) once
-    at the end, so the first Search after an import does not scan a fragment per batch.
+    (``codemem.gitstale``); each names the release it came after (``codemem.gitreleases``).
+    The store is compacted (and its indexes brought up to date) once at the end, so the
+    first Search after an import does not scan a fragment per batch.
 
     Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
     ``Memory.add_sessions``); a long history is turned into experiences, and their cards
