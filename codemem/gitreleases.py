@@ -30,39 +30,32 @@ from codemem.experience.types import Experience
 from codemem.repo_id import repo_user_id
 from codemem.versions import VERSION, parse_version
 
-__all__ = ["Releases", "project_names"]
+__all__ = ["Releases"]
 
 _TAG = re.compile(rf"^(?:(?P<prefix>[A-Za-z][\w.-]*?)[-_])?v?(?P<version>{VERSION})$", re.IGNORECASE)
-
-
-def project_names(repo_path: str) -> list[str]:
-    """The names a report may call the repository's project by, lowercased: the last part of
-    its remote's name and its directory's name."""
-    names = [Path(repo_user_id(repo_path).split(":", 1)[1]).name]
-    try:
-        names.append(Path(git.Repo(repo_path, search_parent_directories=True).working_tree_dir or "").name)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        pass
-    return list(dict.fromkeys(n.lower() for n in names if n))
 
 
 @dataclass(frozen=True)
 class Releases:
     """The project's releases, by date."""
 
-    names: tuple[str, ...]  # the project's names (`project_names`, and its tags' prefix)
+    names: tuple[str, ...]  # the project's names, lowercased (see `of_repo` and `of_tags`)
     dates: tuple[float, ...]  # release times (unix), ascending
     best: tuple[str, ...]  # at each of `dates`, the highest version released up to then
 
     @classmethod
     def of_repo(cls, repo_path: str) -> Releases:
-        """The releases of the repository at `repo_path` (none where it has no version tag)."""
-        names = project_names(repo_path)
+        """The releases of the repository at `repo_path` (none where it has no version tag). The
+        names a report may call its project by: the last part of its remote's name and its
+        directory's name."""
         repo = git.Repo(repo_path, search_parent_directories=True)
         try:
             listed = str(repo.git.for_each_ref("--format=%(refname:short)%09%(creatordate:unix)", "refs/tags"))
+            directory = Path(repo.working_tree_dir or "").name
         finally:
             repo.close()
+        remote = Path(repo_user_id(repo_path).split(":", 1)[1]).name
+        names = list(dict.fromkeys(n.lower() for n in (remote, directory) if n))
         tags = [line.split("\t") for line in listed.splitlines() if "\t" in line]
         return cls.of_tags([(name, float(when)) for name, when in tags if when.strip()], names)
 

@@ -356,12 +356,11 @@ class Memory:
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
-        # Both indexes are read from the user's cards, once when both need a read.
+        # The card indexes are read from the user's cards, once when several need a read.
         version = self.store.version()
         cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
         index = self._pool.submit(self._locations.get, user_key, cards, version)
         subjects = self._pool.submit(self._subjects.get, user_key, cards, version)
-        releases = self._pool.submit(self._releases.get, user_key, cards, version)
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
@@ -371,7 +370,8 @@ class Memory:
         if commit_ranks:
             candidates = {str(c.fields["session_key"]) for c in items} | location.keys()
             candidates.update(k for ranks in commit_ranks.values() for k in ranks)
-            commit_ranks["since"] = self._since(text, releases.result(), candidates)
+            # Only a memory of commits reads the releases index (its cards are read by now).
+            commit_ranks["since"] = self._since(text, self._releases.get(user_key, cards, version), candidates)
         return SessionSignals.of(found, location, commit_ranks), items
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, config: SearchConfig,

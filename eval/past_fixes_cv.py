@@ -189,11 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     held_joint: list[int | None] = []
     for name in names:
         train = [i for other in names if other != name for i in index[other]]
-        chosen = choose(grid, everything, train)
+        chosen, chosen_joint = choose(grid, everything, train), joint.best(train)
         held += [rank(t, chosen) for t in rows[name]]
-        held_joint += [rank(t, joint.best(train)) for t in rows[name]]
+        held_joint += [rank(t, chosen_joint) for t in rows[name]]
         folds[name] = {"chosen": knobs(chosen), "train": score([everything[i] for i in train], chosen),
-                       "held_out": score(rows[name], chosen), "joint_chosen": knobs(joint.best(train))}
+                       "held_out": score(rows[name], chosen), "joint_chosen": knobs(chosen_joint)}
         print(f"held out {name}: chose {folds[name]['chosen']}, train {folds[name]['train']}, "
               f"held out {folds[name]['held_out']}", flush=True)
     fitted = choose(grid, everything, list(range(len(everything))))

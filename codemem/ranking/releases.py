@@ -55,13 +55,14 @@ class ReleaseIndex(CardIndex):
         """The version `text` (a report) says it was seen in, or None."""
         if not self.after:
             return None
+        named = re.compile("|".join(rf"\b{re.escape(n)}\b" for n in sorted(self.names)) or r"(?!)")
         known = None
         for m in _MENTION.finditer(text):
-            before = text[max(0, m.start() - _BEFORE):m.start()].lower()
-            if any(re.search(rf"\b{re.escape(name)}\b", before) for name in self.names):
-                return parse_version(m[1])
-            if known is None and parse_version(m[1]) in self.versions:
-                known = parse_version(m[1])
+            version = parse_version(m[1])
+            if named.search(text[max(0, m.start() - _BEFORE):m.start()].lower()):
+                return version
+            if known is None and version in self.versions:
+                known = version
         return known
 
     def since(self, version: tuple[int, ...], keys: Iterable[str]) -> list[str]:
