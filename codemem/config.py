@@ -27,11 +27,6 @@ class Settings:
     port: int = 8000
     # Server processes sharing the data directory (`codemem serve --workers N`).
     workers: int = 1
-    # How stale a read may be with respect to other processes' writes, in seconds (a CLI
-    # import or the Claude Code hook beside a running server or MCP server). Forced to 0
-    # (every read sees every acknowledged Add) when several workers or nodes share the
-    # store; each check costs ~2 ms per query.
-    read_consistency_s: float = 1.0
     api_key: str | None = field(default=None, repr=False)
     # Embedding: the packaged offline model by default.
     embedder: str = "minilm"
@@ -128,9 +123,6 @@ class Settings:
         threshold."""
         return DEFAULT_SEARCH.replace(candidates=self.candidates, relevance_floor=self.relevance_floor,
                                       quiet_below=self.quiet_below)
-
-    def consistency_s(self) -> float:
-        return 0.0 if self.workers > 1 or is_object_storage(self.data_dir) else self.read_consistency_s
 
     def to_env(self) -> dict[str, str]:
         """These settings as `CODEMEM_*` variables, for worker processes to read back."""

@@ -63,7 +63,7 @@ class Memory:
         self._subjects = CardIndexes(SubjectIndex)
         self._releases = CardIndexes(ReleaseIndex)
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
-        self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim, settings.consistency_s())
+        self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim)
         self.compactor = Compactor(
             self.store, settings.compact_interval_s, settings.compact_min_writes,
             Bounds(settings.compact_max_small_fragments, settings.compact_max_unindexed_rows),

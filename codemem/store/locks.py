@@ -95,10 +95,16 @@ class ProcessLock:
         leaves it in the page cache, which the others read, and a machine that restarts
         holds no process that could have kept anything."""
         old = self.generation()
-        if old is None or self._path is None:
+        if old is None:
             return None
-        os.pwrite(self._file(self._path), (old + 1).to_bytes(8, "little"), 0)
+        self.record(old + 1)
         return old + 1
+
+    def record(self, value: int) -> None:
+        """Set the generation to `value` (hold the lock): a number the lock's holders share,
+        such as the table version the last compaction left."""
+        if self._path is not None:
+            os.pwrite(self._file(self._path), value.to_bytes(8, "little"), 0)
 
     def _file(self, path: Path) -> int:
         """The lock file's descriptor, opened once."""
@@ -132,11 +138,21 @@ class Locks:
 
         self.write = lock("write.lock")
         self.compaction = lock("compaction.lock")
+        # Its generation counts the commits of every process (`count_commit`): a process
+        # whose table handle is current at the count it last saw reads without asking
+        # LanceDB for a newer version (`Store`).
+        self.commits = lock("commits.lock")
         # Held throughout every delete that no session lock covers (a user's, a purge), its
         # generation raised when one starts: what a process kept of any session may be gone,
         # and nothing read while one runs is kept (`sessions.StateCache`).
         self.deletes = lock("deletes.lock")
         self._sessions = [lock(f"session-{i:03d}.lock") for i in range(self.STRIPES)]
+
+    def count_commit(self) -> int | None:
+        """Count one more commit to the store, after it landed; the new count (None without
+        lock files). Under the lock: two processes counting at once must not count one."""
+        with self.commits:
+            return self.commits.bump()
 
     def stripe(self, session_key: str) -> int:
         """Which session lock guards this session (several sessions share each)."""

@@ -12,7 +12,8 @@ writes; after a failure the next round holds the store's write lock, so it alway
 
 Commits are counted from the table's version, so writes by other processes count too; when
 several processes share a data directory, one compacts at a time (the compaction lock),
-the others skip the round.
+the others skip the round, and the version a round left is kept in the compaction lock's
+file, so that no process compacts again the commits another one just compacted.
 
 Counting commits is not enough on its own: a process that starts on a store another left
 un-compacted (a bulk import stopped right after its last write) sees no new commit, and
@@ -77,7 +78,8 @@ class Compactor:
 
     def pending(self) -> int:
         """Commits since the last compaction, by any process."""
-        return max(0, self.store.version() - self._compacted_at)
+        compacted_at = max(self._compacted_at, self.store.locks.compaction.generation() or 0)
+        return max(0, self.store.version() - compacted_at)
 
     def run_once(self) -> bool:
         """One compaction round, unless another process is running one; True if it ran."""
@@ -95,6 +97,7 @@ class Compactor:
             log.info("compaction round failed (%s); the next one holds the write lock", type(exc).__name__)
         finally:
             self._compacted_at = self.store.version()
+            self.store.locks.compaction.record(self._compacted_at)
             self.store.locks.compaction.release()
         return True
 

@@ -43,8 +43,8 @@ def data_dir(tmp_path: Path) -> str:
 
 @pytest.fixture
 def pair(data_dir: str, embedder: MiniLMEmbedder) -> Iterator[tuple[Memory, Memory]]:
-    """Two Memories on one data directory, as two worker processes (every read current)."""
-    settings = Settings(data_dir=data_dir, compact_interval_s=0, read_consistency_s=0)
+    """Two Memories on one data directory, as two worker processes."""
+    settings = Settings(data_dir=data_dir, compact_interval_s=0)
     a, b = Memory(settings, embedder=embedder), Memory(settings, embedder=embedder)
     yield a, b
     a.close()

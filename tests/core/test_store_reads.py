@@ -1,9 +1,11 @@
-"""The store's reads: one user's rows only, filtered before ranking, and this process's
-writes seen at once (the reads run on the table handle the writes go through)."""
+"""The store's reads: one user's rows only, filtered before ranking; this process's writes
+seen at once (the reads run on the table handle the writes go through), another's at the
+next read, and no version check when nobody else committed."""
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from codemem.store.lance import Store
 from codemem.store.schema import Row
@@ -20,8 +22,7 @@ def _row(user_key: str, i: int, text: str, vector: list[float]) -> Row:
 
 
 def test_reads_filter_by_user_before_ranking_and_see_own_writes_at_once(tmp_path: Path) -> None:
-    # consistency 60 s: another handle would not see a write for a minute; this one must.
-    store = Store(str(tmp_path / "data"), "test-model", 4, consistency_s=60.0)
+    store = Store(str(tmp_path / "data"), "test-model", 4)
     query = np.asarray([1, 0, 0, 0], dtype=np.float32)
     # B's 20 rows rank above A's on both retrievers: a filter applied after a limit of 3
     # would leave A with nothing.
@@ -40,3 +41,24 @@ def test_reads_filter_by_user_before_ranking_and_see_own_writes_at_once(tmp_path
     assert not store.exists(f"user_key = '{A}' AND request_key = 'rb1'")
     assert [c.fields["text"] for c in store.by_ids(["m_a0", "m_b3"])] in (
         ["flaky migration", "flaky migration test fails again"], ["flaky migration test fails again", "flaky migration"])
+
+
+def test_a_commit_by_another_process_is_read_at_once_and_none_costs_a_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two handles on one data directory, as two workers: each counts its commits in the
+    # shared lock file, and the other's next read checks the latest version out.
+    mine, theirs = Store(str(tmp_path / "data"), "test-model", 4), Store(str(tmp_path / "data"), "test-model", 4)
+    checkouts = []
+    original = mine.table.checkout_latest
+    monkeypatch.setattr(mine.table, "checkout_latest", lambda: (checkouts.append(1), original())[1])
+
+    mine.append([_row(A, 0, "flaky migration", [1, 0, 0, 0])])
+    assert mine.count() == 1 and checkouts == []  # its own commit: current without a checkout
+    theirs.append([_row(B, 0, "flaky migration", [0, 1, 0, 0])])
+    assert [c.id for c in mine.fts("flaky migration", B, 3)] == ["m_b0"]  # the next read sees it
+    assert checkouts == [1]
+    assert mine.count() == 2 and checkouts == [1]  # nothing new since: no second checkout
+    theirs.delete_ids(["m_b0"])
+    assert not mine.exists(f"user_key = '{B}'")
+    assert mine.version() == theirs.version()
