@@ -24,9 +24,11 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
 import lancedb
 from lancedb.background_loop import LOOP
+from lancedb.table import LanceTable
 
 from codemem.store.lance import Store
 from codemem.store.schema import ITEMS_TABLE, Row
@@ -58,7 +60,7 @@ def measure(data_dir: str, commits: int, reads: int) -> dict[str, object]:
     where = f"user_key = '{USER}' AND request_key = '{0:032d}'"
 
     def lancedb_read(interval: timedelta | None) -> Callable[[], object]:
-        table = lancedb.connect(data_dir, read_consistency_interval=interval).open_table(ITEMS_TABLE)
+        table = cast(LanceTable, lancedb.connect(data_dir, read_consistency_interval=interval).open_table(ITEMS_TABLE))
         return lambda: LOOP.run(table._table.query().where(where).select(["id"]).limit(1).to_list())
 
     return {
