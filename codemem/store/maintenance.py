@@ -7,8 +7,9 @@ quiet (a round with no new commit) so the tail never lingers unindexed.
 
 A compaction rewrites fragments, and LanceDB refuses its commit when an upsert or delete
 touched one of them meanwhile: under a steady stream of Adds most rounds failed that way
-(10 of 15 while ingesting 20k messages) and fragments piled up. A round runs alongside the
-writes; after a failure the next round holds the store's write lock, so it always lands.
+(10 of 15 while ingesting 20k messages) and fragments piled up. So the rewrite holds the
+store's write lock (`Store.optimize`), briefly, and the index work runs alongside the
+writes; after a failure anyway the next round holds the lock throughout, so it always lands.
 
 Commits are counted from the table's version, so writes by other processes count too; when
 several processes share a data directory, one compacts at a time (the compaction lock),
@@ -24,7 +25,6 @@ past `Bounds`, in the background: Searches keep answering meanwhile.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Mapping
@@ -86,15 +86,13 @@ class Compactor:
         if not self.store.locks.compaction.acquire(blocking=False):
             return False
         try:
-            exclusive = self.last_error is not None
-            with self.store.write_lock if exclusive else contextlib.nullcontext():
-                self.store.optimize(KEEP_VERSIONS_FOR)
+            self.store.optimize(KEEP_VERSIONS_FOR, exclusive=self.last_error is not None)
             self.runs += 1
             self.last_error = None
         except Exception as exc:  # a failed round (e.g. a conflicting upsert) is retried next round
             self.failures += 1
             self.last_error = type(exc).__name__
-            log.info("compaction round failed (%s); the next one holds the write lock", type(exc).__name__)
+            log.info("compaction round failed (%s: %.300s); the next one holds the write lock", type(exc).__name__, exc)
         finally:
             self._compacted_at = self.store.version()
             self.store.locks.compaction.record(self._compacted_at)
