@@ -19,6 +19,7 @@ import msgspec
 import numpy as np
 
 from codemem import answer, inventory, sessions
+from codemem.add_leader import AddLeader
 from codemem.config import Settings
 from codemem.content import validate_add, validate_search
 from codemem.embedding import Embedder, make_embedder
@@ -75,6 +76,9 @@ class Memory:
         self._states = sessions.StateCache(self.store.locks)
         self.inventory = inventory.Inventory(self.store)
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="codemem-search")
+        # Server workers sharing a local data directory: one of them runs every Add.
+        lock_dir = self.store.locks.root
+        self._leader = AddLeader(lock_dir, self._add_here) if settings.workers > 1 and lock_dir else None
 
     def warm_up(self) -> None:
         """Load the model (and its query encoder) now rather than on the first request."""
@@ -90,6 +94,8 @@ class Memory:
         self.close()
 
     def close(self) -> None:
+        if self._leader is not None:
+            self._leader.close()  # the other workers' Adds are run by them from now on
         self.refresher.close()  # deferred rebuilds are written before the writer stops
         self.writer.close()
         self.compactor.stop()
@@ -98,6 +104,13 @@ class Memory:
     # -- Add ------------------------------------------------------------------------------
 
     def add(self, req: AddRequest, experience: Experience | None = None) -> AddResult:
+        """Store one chunk durably, with its session's rebuilt experience, in one commit:
+        here, or with several server workers in the worker that runs them all (`add_leader`)."""
+        if experience is None and self._leader is not None:
+            return self._leader.add(req)
+        return self._add_here(req, experience)
+
+    def _add_here(self, req: AddRequest, experience: Experience | None = None) -> AddResult:
         """Store one chunk durably, with its session's rebuilt experience, in one commit.
 
         A retry of a request_id stored in the session stores nothing again (a retry carries

@@ -132,6 +132,7 @@ class Locks:
         root = None if is_object_storage(uri) else Path(uri.removeprefix("file://")) / LOCK_DIR
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
+        self.root = root  # None on object storage
 
         def lock(name: str) -> ProcessLock:
             return ProcessLock(None if root is None else root / name)

@@ -49,10 +49,13 @@ def test_an_add_answered_by_one_worker_is_found_at_once_by_either(served: Server
         # Immediately, on new connections: whichever worker answers sees the Add.
         for _ in range(2):
             assert any(token in json.dumps(hit) for hit in search(served.url, token)), token
-    # Both workers took Adds and Searches, so some Searches ran on the worker that did not
-    # store what they found.
+    # Both workers took Adds and Searches; one of them ran every Add (the other forwarded
+    # its own), so some Searches ran on the worker that did not store what they found.
     assert len(access_pids(served, "/add")) == 2
     assert len(access_pids(served, "/search")) == 2
+    leaders = [json.loads(line)["pid"] for line in served.log().splitlines()
+               if line.startswith("{") and "runs every Add" in line]
+    assert len(leaders) == 1 and leaders[0] in access_pids(served, "/add")
 
 
 def test_concurrent_retries_across_workers_store_one_copy(served: Server) -> None:
