@@ -6,7 +6,7 @@ a group commit joins the Adds of one process only, so two writers take turns on 
 lock with half the Adds in each commit, and a session whose Adds land on both workers has
 its state and history read back from the store whenever the other one wrote last. At 32
 Add + 64 Search clients two workers acknowledged 7.8 Adds/s against 13.8 for one, back to
-back (eval/README.md, "Two workers").
+back (eval/README.md, "Two workers, profiled").
 
 So the worker that holds the leader lock (`.codemem-locks/adds-leader.lock`) runs every
 Add, and the others send theirs to it over a Unix socket (Linux's abstract namespace: no
@@ -59,8 +59,8 @@ class AddLeader:
         self.served = 0  # Adds this process ran for other workers
         self._listener: Listener | None = None
         self._idle: queue.SimpleQueue[Connection] = queue.SimpleQueue()
-        self._next_lead = 0.0  # when to try again to take the lead, or to reach a leader
-        self._next_connect = 0.0
+        self._next_lead = 0.0  # when to try again to take the lead
+        self._next_connect = 0.0  # when to try again to reach a leader
         self._try_lock = threading.Lock()
         self._closed = False
         self._busy = 0
