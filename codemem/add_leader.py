@@ -27,6 +27,7 @@ import logging
 import os
 import queue
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -140,6 +141,9 @@ class AddLeader:
                 conn = listener.accept()
             except (OSError, EOFError, AuthenticationError):  # closed, or a client without the key
                 continue
+            except Exception:  # the listener must outlive any one client's failed handshake
+                log.exception("a worker's connection failed")
+                continue
             if self._closed:
                 conn.close()
                 break
@@ -187,9 +191,10 @@ class AddLeader:
             except queue.Empty:
                 break
         if self._listener is not None:
-            try:  # wake the accept loop, which then sees it is closed
-                Client(self.address, family="AF_UNIX", authkey=self._key_path.read_bytes()).close()
-            except (OSError, EOFError, AuthenticationError):
+            try:  # wake the accept loop, which then sees it is closed (a bare connect: no handshake to wait on)
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:
+                    wake.connect(self.address)
+            except OSError:
                 pass
             self._listener.close()
             self._listener = None
