@@ -163,21 +163,20 @@ class AddLeader:
                         return
                     self._busy += 1
                 try:
-                    try:
-                        answer: tuple[str, object] = ("ok", self._run(req))
-                        self.served += 1
-                    except Exception as exc:  # noqa: BLE001 - the follower raises it as its own
-                        answer = ("error", exc)
-                    try:
-                        conn.send(answer)
-                    except Exception:  # noqa: BLE001 - an error that does not pickle, or the follower gone
-                        conn.send(("error", RuntimeError(f"the Add failed on another worker: {answer[1]!r}")))
-                except (OSError, EOFError):
-                    return
+                    answer: tuple[str, object] = ("ok", self._run(req))
+                    self.served += 1
+                except Exception as exc:  # noqa: BLE001 - the follower raises it as its own
+                    answer = ("error", exc)
                 finally:
                     with self._busy_changed:
                         self._busy -= 1
                         self._busy_changed.notify_all()
+                try:
+                    conn.send(answer)
+                except (OSError, EOFError):  # the follower is gone
+                    return
+                except Exception:  # noqa: BLE001 - an error that does not pickle: say what it was
+                    conn.send(("error", RuntimeError(f"the Add failed on another worker: {answer[1]!r}")))
 
     def close(self) -> None:
         """Stop serving: Adds sent from now on are run by their own workers; the ones

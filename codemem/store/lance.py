@@ -345,9 +345,11 @@ class Store:
         (25-31 a minute at 32 Add + 64 Search clients), each followed by a round holding the
         lock throughout. The index work and the clean-up run beside the writes. `exclusive`
         holds the lock for the whole round (after a round failed anyway)."""
-        with self.write_lock if exclusive else contextlib.nullcontext():
+        unlocked = contextlib.nullcontext()
+        round_lock, rewrite_lock = (self.write_lock, unlocked) if exclusive else (unlocked, self.write_lock)
+        with round_lock:
             try:
-                with contextlib.nullcontext() if exclusive else self.write_lock:
+                with rewrite_lock:
                     self._fresh()
                     dataset = self.table.to_lance()
                     dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
