@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from codemem.clip import clip_middle
+from codemem.experience.building.render import short_card
 from codemem.models import ContentPart, Hit
 from codemem.ranking.assemble import FoundExperience
 from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
@@ -80,17 +81,18 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
     returns, and a second one is made only for loose evidence beyond those.
 
     A `quiet` answer (no experience relevant enough) is the first `shape.quiet_experiences`
-    experiences: the first with `shape.quiet_first_evidence_chars` of evidence, the others'
-    cards and evidence cut to `shape.quiet_card_chars` each, then only the evidence that
-    cannot be inlined (images), all within `shape.quiet_budget_tokens`: a reader learns what
-    the memory holds nearby without reading tens of thousands of tokens of it, and a small
-    memory's own notes and images still come back."""
+    experiences: the first with `shape.quiet_first_evidence_chars` of evidence, each other
+    as a short card (its task's headline and outcome, at most `shape.quiet_card_chars`, no
+    evidence: `Memory.experience` opens it), then only the evidence that cannot be inlined
+    (images), all within `shape.quiet_budget_tokens`: a reader learns what the memory holds
+    nearby without reading tens of thousands of tokens of it, and a small memory's own notes
+    and images still come back."""
     why = why or {}
     card_chars = 0
     if quiet:
         budget = min(shape.budget_tokens or shape.quiet_budget_tokens, shape.quiet_budget_tokens)
         shape = dataclasses.replace(shape, first_evidence_chars=shape.quiet_first_evidence_chars,
-                                    evidence_chars=shape.quiet_card_chars, budget_tokens=budget)
+                                    evidence_chars=0, budget_tokens=budget)
         groups, card_chars = groups[: shape.quiet_experiences], shape.quiet_card_chars
     groups = groups[: shape.groups_to_read(top_k)]
     inlinable = [shape.first_evidence_items if i == 0 else shape.evidence_items for i in range(len(groups))]
@@ -179,8 +181,8 @@ def _rows_of_user(rows: list[Candidate], user_id: str) -> dict[str, Row]:
 
 def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float, why: Mapping[str, object],
                     card_chars: int = 0) -> Hit:
-    """The card (cut to `card_chars`, 0: whole) with its inlined evidence."""
-    parts = [clip_middle(str(card["text"]), card_chars)[0]]
+    """The card (whole, or with `card_chars` its short form) with its inlined evidence."""
+    parts = [short_card(str(card["text"]), card_chars) if card_chars else str(card["text"])]
     if evidence:
         parts.append("Evidence from this session:")
         parts.extend(f"[{_label(row)}]\n{text}" for row, text in evidence)

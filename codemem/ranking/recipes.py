@@ -50,7 +50,8 @@ class SearchConfig:
     # nearest cosine, how many retrievers rank it first).
     # When no experience reaches `quiet_below` the answer stays quiet (0 turns this off): at
     # most `quiet_experiences` experiences, the first with `quiet_first_evidence_chars` of
-    # evidence, the others' cards and evidence cut to `quiet_card_chars` each, loose evidence
+    # evidence, each other one as a short card (its task's headline and outcome, at most
+    # `quiet_card_chars`, no evidence: `experience/building/render.short_card`), loose evidence
     # only where it cannot be inlined (images), all within `quiet_budget_tokens`.
     relevance_coefficients: tuple[float, float, float, float, float]
     quiet_below: float
@@ -126,7 +127,7 @@ DEFAULT_SEARCH = SearchConfig(
     # eval.relevance_cv).
     quiet_below=0.42,
     # A quiet answer names as many experiences as a loud one can hold (a reader still finds
-    # what was there), but short: ~75 tokens of card and as much evidence for each, ~1k
+    # what was there), but short: a short card of at most ~75 tokens for each, ~1k
     # tokens of evidence for the first (set by hand, not searched).
     quiet_experiences=24,
     quiet_first_evidence_chars=4_000,

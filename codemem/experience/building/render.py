@@ -5,6 +5,7 @@ give way first, whole lines at a time).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from functools import partial
 
@@ -93,3 +94,40 @@ def render_conversation(task: str, messages: int, first_ms: int | None, last_ms:
         when = _minute(first_ms) + (f" to {_minute(last_ms)}" if _minute(last_ms) != _minute(first_ms) else "")
     head = f"## Conversation\n{messages} message{'' if messages == 1 else 's'}" + (f", {when}" if when else "") + "\n\n## Opening\n"
     return (head + _clip(task, max(max_chars - len(head), 200)))[:max_chars]
+
+
+_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
+# A harness's metadata line in a task ("instance_id: django__django-16910", "repo: x/y"):
+# a key and one token, which says nothing of what the task was.
+_METADATA_LINE = re.compile(r"^[\w.-]+:\s*\S*$")
+_KEY_PREFIX = re.compile(r"^[a-z][\w-]*:\s+")
+
+
+def card_sections(text: str) -> dict[str, str]:
+    """A rendered card's sections by heading ("Task", "Outcome", ...), in order."""
+    heads = list(_HEADING.finditer(text))
+    return {h.group(1).strip(): text[h.end(): nxt.start() if nxt else len(text)].strip()
+            for h, nxt in zip(heads, [*heads[1:], None], strict=True)}
+
+
+def headline(task: str) -> str:
+    """What a task was, in its first line that reads as one: not a harness's preamble (a
+    line ending in a colon), not a metadata line (a key and one token), with a field's key
+    ("problem_statement: ") taken off. The first non-empty line when none reads so."""
+    lines = [line.strip() for line in task.splitlines() if line.strip()]
+    for line in lines:
+        if len(line.split()) >= 3 and not line.endswith(":") and not _METADATA_LINE.match(line):
+            return _KEY_PREFIX.sub("", line)
+    return lines[0] if lines else ""
+
+
+def short_card(text: str, max_chars: int) -> str:
+    """A rendered card in a line or two, its task's headline and how it ended, for an answer
+    that names an experience without telling it (a quiet answer). A text without a task
+    section (a conversation's card, a note) keeps its head."""
+    sections = card_sections(text)
+    task = sections.get("Task")
+    if task is None:
+        return _clip(text, max_chars)
+    outcome = sections.get("Outcome", "").split("\n", 1)[0]
+    return _clip(headline(task) + (f"\nOutcome: {outcome}" if outcome else ""), max_chars)
