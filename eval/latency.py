@@ -51,6 +51,8 @@ os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation war
 
 import httpx  # noqa: E402
 
+from codemem.store.lance import COMPACT_TARGET_ROWS  # noqa: E402
+from codemem.store.maintenance import Bounds  # noqa: E402
 from eval._paths import RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
@@ -211,6 +213,7 @@ def table_stats(data_dir: str) -> dict[str, int]:
     t = lancedb.connect(data_dir).open_table("items")
     s = t.stats()
     frag = s.get("fragment_stats", {})
+    sizes = [f.metadata.physical_rows for f in t.to_lance().get_fragments()]
     unindexed = 0
     try:
         for idx in t.list_indices():
@@ -220,17 +223,25 @@ def table_stats(data_dir: str) -> dict[str, int]:
     except Exception:  # noqa: BLE001
         unindexed = -1
     return {"rows": int(s.get("num_rows", 0)), "fragments": int(frag.get("num_fragments", 0)),
-            "small_fragments": int(frag.get("num_small_fragments", 0)), "unindexed_rows": unindexed,
-            "version": int(t.version)}
+            "small_fragments": int(frag.get("num_small_fragments", 0)),
+            "fragments_to_compact": sum(size < COMPACT_TARGET_ROWS for size in sizes),
+            "unindexed_rows": unindexed, "version": int(t.version)}
+
+
+def settled(stats: dict[str, int]) -> bool:
+    """Whether the compactor has nothing left to do on a store with these `table_stats`."""
+    return stats["unindexed_rows"] == 0 and stats["fragments_to_compact"] <= Bounds().small_fragments
 
 
 def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, object]:
-    """Wait until the server's compactor has folded in everything the Adds left: nothing
-    unindexed, at most 2 fragments (Lance keeps an indexed fragment apart from not-yet-indexed
-    ones when it compacts, so a freshly compacted table can hold 2), and the table version
-    unchanged for `settle_polls` polls (an optimize makes several commits). "ran" says
-    whether the compactor committed anything after the Adds (it may have finished before
-    the wait began)."""
+    """Wait until the server's compactor has folded in everything the Adds left, as it
+    judges it: nothing unindexed, no more fragments it would merge (under
+    `COMPACT_TARGET_ROWS` rows) than its `Bounds` allow (it leaves larger ones alone, so a
+    big store stays in many fragments; Lance keeps an indexed fragment apart from
+    not-yet-indexed ones, so a few small ones can remain), and the table version unchanged
+    for `settle_polls` polls (an optimize makes several commits). "ran" says whether the
+    compactor committed anything after the Adds (it may have finished before the wait
+    began)."""
     t0 = time.monotonic()
     first = table_stats(data_dir)
     st: dict[str, int] = first
@@ -244,7 +255,7 @@ def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_
             continue
         stable = stable + 1 if st["version"] == last_version else 0
         last_version = st["version"]
-        if st["unindexed_rows"] == 0 and st["fragments"] <= 2 and stable >= settle_polls:
+        if settled(st) and stable >= settle_polls:
             return {"compacted": True, "ran": st["version"] > first["version"],
                     "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
     return {"compacted": False, "ran": st.get("version", 0) > first["version"],
