@@ -13,9 +13,9 @@ import re
 import textwrap
 from datetime import UTC, datetime
 
+from codemem.experience.building.render import card_sections
 from codemem.models import Hit, TextPart
 
-_SECTION = re.compile(r"^## (.+)$", re.M)
 _COMMIT = re.compile(r"Commit (?P<sha>[0-9a-f]{7,40}) by (?P<author>.+?) on (?P<date>\d{4}-\d{2}-\d{2})")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 # "(#123)" in a squash subject, "Fixes #12", "PR #7", "owner/repo#9"; not "#include".
@@ -101,8 +101,7 @@ def _when(hit: Hit, fallback_date: str | None = None) -> str:
 
 
 def _sections(card: str) -> dict[str, str]:
-    parts = _SECTION.split(card)
-    return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+    return {heading: body for heading, body in card_sections(card) if heading}
 
 
 def _subject(card: str) -> str:

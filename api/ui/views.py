@@ -17,9 +17,10 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
+from codemem.experience.building import render
+
 _FORMATTER = HtmlFormatter(cssclass="highlight")
 _LEXER = DiffLexer()
-_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 _FENCE = re.compile(r"^```[a-z]*\n(.*?)\n?```\s*$", re.DOTALL)
 # Search appends the experience's strongest evidence after its card (codemem/answer.py).
 EVIDENCE_MARK = "\n\nEvidence from this session:"
@@ -27,18 +28,9 @@ FINAL_DIFF = "Final diff"
 
 
 def card_sections(text: str) -> list[tuple[str, str]]:
-    """The card's `## Heading` sections in order, as (heading, body); text before the first
-    heading (or a card with none) is one untitled section."""
-    text = text.split(EVIDENCE_MARK, 1)[0]
-    marks = list(_HEADING.finditer(text))
-    sections: list[tuple[str, str]] = []
-    head = text[: marks[0].start()] if marks else text
-    if head.strip():
-        sections.append(("", head.strip()))
-    for i, m in enumerate(marks):
-        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        sections.append((m.group(1).strip(), text[m.end():end].strip()))
-    return sections
+    """The card's `## Heading` sections in order, as (heading, body), without the evidence a
+    Search inlined after it; text before the first heading is one untitled section."""
+    return render.card_sections(text.split(EVIDENCE_MARK, 1)[0])
 
 
 def card_section(text: str, heading: str) -> str:

@@ -8,11 +8,14 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from functools import partial
+from typing import TYPE_CHECKING
 
 from codemem.clip import clip
 from codemem.experience.building.diffs import trim_diff
-from codemem.experience.recognising.testruns import TestRun
 from codemem.experience.types import ExperienceCard
+
+if TYPE_CHECKING:  # the CLI and the UI read cards with `card_sections` without loading test recognition
+    from codemem.experience.recognising.testruns import TestRun
 
 _TASK_SHARE = 0.3
 _MIN_DIFF = 240
@@ -103,11 +106,18 @@ _METADATA_LINE = re.compile(r"^[\w.-]+:\s*\S*$")
 _KEY_PREFIX = re.compile(r"^[a-z][\w-]*:\s+")
 
 
-def card_sections(text: str) -> dict[str, str]:
-    """A rendered card's sections by heading ("Task", "Outcome", ...), in order."""
-    heads = list(_HEADING.finditer(text))
-    return {h.group(1).strip(): text[h.end(): nxt.start() if nxt else len(text)].strip()
-            for h, nxt in zip(heads, [*heads[1:], None], strict=True)}
+def card_sections(text: str) -> list[tuple[str, str]]:
+    """A rendered card's `## Heading` sections in order, as (heading, body); text before the
+    first heading (or a text with none) is one untitled section."""
+    marks = list(_HEADING.finditer(text))
+    sections: list[tuple[str, str]] = []
+    head = text[: marks[0].start()] if marks else text
+    if head.strip():
+        sections.append(("", head.strip()))
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        sections.append((m.group(1).strip(), text[m.end():end].strip()))
+    return sections
 
 
 def headline(task: str) -> str:
@@ -125,7 +135,7 @@ def short_card(text: str, max_chars: int) -> str:
     """A rendered card in a line or two, its task's headline and how it ended, for an answer
     that names an experience without telling it (a quiet answer). A text without a task
     section (a conversation's card, a note) keeps its head."""
-    sections = card_sections(text)
+    sections = dict(card_sections(text))
     task = sections.get("Task")
     if task is None:
         return _clip(text, max_chars)
