@@ -67,14 +67,23 @@ class SessionSignals:
     # name -> session key -> rank; only non-empty ones are held, so a memory of agent
     # sessions alone has none.
     commit_ranks: dict[str, dict[str, int]] = field(default_factory=dict)
+    # For the learned ranker's features (`ranking/features.py`): the BM25 score of each
+    # session's best item in the references index, and in the lexical one by the item's
+    # kind ("card": the task and its summary, "step": an edit or error, "message": raw text).
+    refs_bm25: dict[str, float] = field(default_factory=dict)
+    kind_bm25: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],
            commit_ranks: Mapping[str, dict[str, int]] | None = None) -> SessionSignals:
         """From each retriever's best-first items (`found["dense"]` scores are cosines)."""
         held = {name: ranks for name, ranks in (commit_ranks or {}).items() if ranks}
+        lexical = found.get("lexical", ())
+        kinds = {str(item.fields.get("kind", "")) for item in lexical}
         return cls({name: session_ranks(items) for name, items in found.items()},
-                   session_scores(found.get("dense", ())), session_scores(found.get("lexical", ())), location, held)
+                   session_scores(found.get("dense", ())), session_scores(lexical), location, held,
+                   session_scores(found.get("refs", ())),
+                   {kind: session_scores([i for i in lexical if i.fields.get("kind", "") == kind]) for kind in kinds})
 
     @cached_property
     def bm25_others(self) -> dict[str, float]:
