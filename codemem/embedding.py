@@ -194,12 +194,19 @@ class MiniLMEmbedder:
         return out
 
     def fingerprints(self, texts: list[str], max_tokens: int) -> list[str]:
-        # Tokenising is ~100x cheaper than a forward pass; a card whose first max_tokens
-        # tokens did not change keeps its vector.
+        """Tokenising is ~100x cheaper than a forward pass; a card whose first max_tokens
+        tokens did not change keeps its vector. Through the query encoder's tokenizer where
+        it is in (the same ids as torch's), so that an Add served by the cached encoder never
+        waits for torch to load: on a new store, a model load starved of the GIL by Searches
+        held every Add for as long as the Searches came (issue 29)."""
         if not texts:
             return []
-        tokenizer = self.load().tokenizer
-        ids = tokenizer([_prefix_for_tokenizer(t, max_tokens) for t in texts], truncation=True, max_length=max_tokens)["input_ids"]
+        clipped = [_prefix_for_tokenizer(t, max_tokens) for t in texts]
+        if self.onnx_queries and MINILM_NAME not in _MODELS:
+            self.warm_queries()
+        if self.onnx_queries and (encoder := _ONNX.get(MINILM_NAME)) is not None:
+            return [_fingerprint(ids) for ids in encoder.token_ids(clipped, max_tokens)]
+        ids = self.load().tokenizer(clipped, truncation=True, max_length=max_tokens)["input_ids"]
         return [_fingerprint(i) for i in ids]
 
 

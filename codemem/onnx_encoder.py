@@ -119,6 +119,16 @@ class OnnxEncoder:
             out[idx] = vectors
         return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
+    def token_ids(self, texts: list[str], max_tokens: int) -> list[list[int]]:
+        """Each text's token ids as the model reads them (cut to `max_tokens`, special
+        tokens included): what torch's tokenizer gives, without torch."""
+        tokenizer: Any = self._tokenizer
+        if hasattr(tokenizer, "enable_truncation"):  # tokenizers.Tokenizer
+            with self._lock:
+                tokenizer.enable_truncation(max_tokens)
+                return [list(e.ids) for e in tokenizer.encode_batch(texts)]
+        return [list(ids) for ids in tokenizer(texts, truncation=True, max_length=max_tokens)["input_ids"]]
+
     def _features(self, texts: list[str], max_tokens: int) -> dict[str, np.ndarray]:
         """The graph's inputs for `texts`, each cut to `max_tokens`, padded to the longest."""
         tokenizer: Any = self._tokenizer

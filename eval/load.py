@@ -5,14 +5,20 @@
     python -m eval.load --adders 32 --searchers 64 --single-message --preload 20000 \
         --out eval/results/load-32x64.json     # the issue-18 targets' setting
     python -m eval.load --env CODEMEM_MAX_INFLIGHT_ADDS=8 --out eval/results/load-shed.json
+    python -m eval.load --cold --seconds 30 --adders 32 --searchers 64 --single-message \
+        --users 4 --adds-per-session 1 --out eval/results/load-cold.json   # issue 29's setting
 
+0. `--cold`: the load starts as soon as the new server answers /health, before its model is
+   loaded, on an empty data directory, with no preload: what an agent fleet on its first day
+   sends. Acknowledged Adds are reported second by second from the first (`add_timeline`).
 1. Preload: `--preload` messages of real trajectories into one user_id (`--preload-clients`
    at once; the trajectories are cycled under new session ids when more are asked for).
 2. Sustained: `--adders` clients send 20-message chunks of real trajectories (each chunk's
    last message is a unique check mark; with `--single-message`, one real message each,
    the mark appended to it), `--searchers` clients send related tasks' problem statements
    (top_k 100), all at once for `--seconds`. A client answered 503 waits its Retry-After,
-   as a platform does. Reported per endpoint: statuses and transport errors, acknowledged
+   as a platform does; `--users` spreads the clients over that many user ids, and
+   `--adds-per-session` Adds go to each session. Reported per endpoint: statuses and transport errors, acknowledged
    throughput (answers 200 per second of the phase's wall time, its drain included),
    latency p50/p95/p99 of the answers 200 only, and the shed rate (503 share, and the
    latency of the 503 answers: admission decides before any work, so it stays short);
@@ -151,8 +157,10 @@ def server_times(srv: Server, since: int) -> dict[str, dict[str, object]]:
 async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
     url = srv.url
     adds, searches = Tally(), Tally()
-    acked: list[tuple[str, str]] = []  # (session_id, mark) of every Add answered 200
-    deadline = time.monotonic() + args.seconds
+    acked: list[tuple[str, str, str]] = []  # (user_id, session_id, mark) of every Add answered 200
+    acked_at: list[float] = []  # seconds from the phase's start at which each was answered
+    t_start = time.monotonic()
+    deadline = t_start + args.seconds
     limits = httpx.Limits(max_connections=args.adders + args.searchers + 8)
 
     async with httpx.AsyncClient(base_url=url, timeout=args.timeout, limits=limits) as client:
@@ -160,12 +168,13 @@ async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]
             n = 0
             while time.monotonic() < deadline:
                 mark = f"m{uuid.uuid4().hex[:16]}"
-                session = f"load-{i}-{n // 5}"  # five chunks per session
-                body = {"user_id": "load", "session_id": session, "request_id": f"load-{i}-{n}",
+                session, user = f"load-{i}-{n // args.adds_per_session}", user_of(i, args.users)
+                body = {"user_id": user, "session_id": session, "request_id": f"load-{i}-{n}",
                         "messages": marked(pool[(i * 7919 + n) % len(pool)], mark, args.single_message)}
                 r = await post(client, "/add", body, adds)
                 if r is not None and r.status_code == 200:
-                    acked.append((session, mark))
+                    acked.append((user, session, mark))
+                    acked_at.append(time.monotonic() - t_start)
                 await back_off(r, deadline)
                 n += 1
 
@@ -173,7 +182,7 @@ async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]
             n = 0
             while time.monotonic() < deadline:
                 q = queries[(i * 31 + n) % len(queries)]
-                r = await post(client, "/search", {"user_id": "load", "query": q, "top_k": 100}, searches)
+                r = await post(client, "/search", {"user_id": user_of(i, args.users), "query": q, "top_k": 100}, searches)
                 await back_off(r, deadline)
                 n += 1
 
@@ -183,10 +192,26 @@ async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]
     # The server's CPU time per request answered: what a shared, noisy machine changes least.
     cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
     answered = sum(len(v) for t in (adds, searches) for v in t.latencies_s.values())
+    timeline = [0] * (int(wall) + 1)
+    for at in acked_at:
+        timeline[min(int(at), len(timeline) - 1)] += 1
     return {"wall_s": round(wall, 1), "server_cpu_s": None if cpu is None else round(cpu, 1),
             "server_cpu_ms_per_answer": round(1000 * cpu / answered, 1) if cpu is not None and answered else None,
-            "add": adds.report(wall), "search": searches.report(wall),
+            "add": adds.report(wall), "search": searches.report(wall), "add_timeline": timeline,
             "server_ms": server_times(srv, log0), "acked": acked}
+
+
+def user_of(client: int, users: int) -> str:
+    """The user id a load client writes and searches: "load", or one of `users` ("load-0"...)."""
+    return "load" if users == 1 else f"load-{client % users}"
+
+
+async def found_per_user(url: str, acked: list[tuple[str, str, str]]) -> dict[str, int]:
+    """`found` for Adds of several users: {mark: count}."""
+    counts: dict[str, int] = {}
+    for user in sorted({u for u, _, _ in acked}):
+        counts |= await found(url, user, [(s, m) for u, s, m in acked if u == user])
+    return counts
 
 
 async def found(url: str, user_id: str, marks: list[tuple[str, str]], concurrency: int = 8) -> dict[str, int]:
@@ -305,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--adders", type=int, default=64)
     p.add_argument("--searchers", type=int, default=256)
     p.add_argument("--preload", type=int, default=2000, help="messages stored before the load starts")
+    p.add_argument("--cold", action="store_true",
+                   help="start the load before the model is loaded, with no preload (an empty store)")
+    p.add_argument("--users", type=int, default=1, help="user ids the clients are spread over")
+    p.add_argument("--adds-per-session", type=int, default=5, help="sustained-phase Adds to each session")
     p.add_argument("--preload-clients", type=int, default=8, help="Add clients sending the preload")
     p.add_argument("--single-message", action="store_true",
                    help="each sustained-phase Add carries one message (default: a 20-message chunk)")
@@ -324,15 +353,17 @@ def main(argv: list[str] | None = None) -> int:
     pool = chunks_of(load_sessions(args.data / "trajectories.tar.xz", args.sessions))
     queries = load_queries(args.data / "related_tasks.jsonl")
     started = time.time()
-    with running_server(env=env) as srv:
+    if args.cold:
+        args.preload = 0
+    with running_server(env=env, need_model=not args.cold) as srv:
         print(f"server {srv.url}; preloading {args.preload:,} messages ...", flush=True)
-        preloaded = asyncio.run(preload(srv.url, pool, args.preload, args.preload_clients))
+        preloaded = asyncio.run(preload(srv.url, pool, args.preload, args.preload_clients)) if args.preload else 0
         print(f"sustained: {args.adders} Add + {args.searchers} Search clients for {args.seconds:.0f} s ...", flush=True)
         load = asyncio.run(sustained(srv, args, pool, queries))
         acked = load.pop("acked")
         print(f"  {load}", flush=True)
         print(f"checking {len(acked):,} acknowledged Adds ...", flush=True)
-        counts = asyncio.run(found(srv.url, "load", acked))
+        counts = asyncio.run(found_per_user(srv.url, acked))
         lost = sum(c == 0 for c in counts.values())
         print(f"retry storm: {args.storm} Adds x 3 ...", flush=True)
         storm_result = asyncio.run(storm(srv.url, args.storm, pool))

@@ -32,7 +32,9 @@ class Server:
         self.log_path = log_path or Path(tempfile.mkstemp(prefix="codemem-server-", suffix=".log")[1])
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 120) -> Server:
+    def start(self, timeout: float = 120, wait_for_model: bool = True) -> Server:
+        """Start the process and wait until /health answers (and, with `wait_for_model`,
+        says the model is loaded; without, the server is as cold as a fresh start)."""
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "cli", "serve", "--port", str(self.port),
@@ -45,7 +47,7 @@ class Server:
                 raise RuntimeError(f"server exited: {self.log()[-2000:]}")
             try:
                 r = httpx.get(self.url + "/health", timeout=1)
-                if r.status_code == 200 and r.json()["model_loaded"]:
+                if r.status_code == 200 and (r.json()["model_loaded"] or not wait_for_model):
                     return self
             except httpx.HTTPError:
                 pass

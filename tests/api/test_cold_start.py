@@ -1,0 +1,101 @@
+"""Adds on a new store, while Searches come from the first second (issue 29).
+
+An agent fleet starts on an empty memory and writes and reads at once. A Search of a memory
+that does not exist yet used to embed its query and run every retriever; an Add waited for
+the embedding model (torch) to load, and that load, starved of the GIL by the Searches,
+ended only when they stopped: no Add was answered while Searches kept coming. Here a real
+server starts cold (its query encoder cached, as after any earlier start on the machine),
+Searches run throughout, and every Add must be acknowledged within a bound, then survive a
+SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from codemem.embedding import MiniLMEmbedder, query_encoder_path
+from tests.server import Server
+
+ADDERS, SEARCHERS, USERS = 4, 16, 4
+LOAD_S = 10.0
+# An Add answered later than this counts as starved: on the old code every first Add waited
+# for the Searches to stop (LOAD_S); warm, an Add on this machine takes well under a second.
+ADD_BOUND_S = 6.0
+
+
+@pytest.fixture(scope="module")
+def cache_home(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Path:
+    """An XDG cache holding the checked ONNX query encoder, as any earlier start leaves it
+    (the warmed `embedder` saved it in the tests' own cache)."""
+    home = tmp_path_factory.mktemp("xdg-cache")
+    target = query_encoder_path({"XDG_CACHE_HOME": str(home)})
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(query_encoder_path(), target)
+    return home
+
+
+async def _load(url: str) -> tuple[list[tuple[str, str, float]], int, list[int]]:
+    """ADDERS clients of single-message Adds (a session each) and SEARCHERS of Searches over
+    the same USERS for LOAD_S; returns (user, mark, seconds) per acknowledged Add, the
+    Searches answered, and every status that was neither 200 nor a 503 shed."""
+    acked: list[tuple[str, str, float]] = []
+    searched = [0]
+    bad: list[int] = []
+    deadline = time.monotonic() + LOAD_S
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        async def adder(i: int) -> None:
+            n = 0
+            while time.monotonic() < deadline:
+                user, mark = f"user-{i % USERS}", f"mark{i}x{n}"
+                body = {"user_id": user, "session_id": f"s-{i}-{n}", "request_id": f"r-{i}-{n}",
+                        "messages": [{"role": "user", "content": f"QuerySet.filter(None) raises TypeError {mark}"}]}
+                t0 = time.monotonic()
+                r = await client.post("/add", json=body)
+                if r.status_code == 200:
+                    acked.append((user, mark, time.monotonic() - t0))
+                elif r.status_code != 503:
+                    bad.append(r.status_code)
+                n += 1
+
+        async def searcher(i: int) -> None:
+            while time.monotonic() < deadline:
+                r = await client.post("/search", json={"user_id": f"user-{i % USERS}",
+                                                       "query": "TypeError when filtering with None", "top_k": 5})
+                if r.status_code == 200:
+                    searched[0] += 1
+                elif r.status_code != 503:
+                    bad.append(r.status_code)
+
+        await asyncio.gather(*(adder(i) for i in range(ADDERS)), *(searcher(i) for i in range(SEARCHERS)))
+    return acked, searched[0], bad
+
+
+def test_adds_on_a_new_store_are_answered_while_searches_come(tmp_path: Path, cache_home: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(cache_home)}
+    server = Server(tmp_path / "data", env=env).start(wait_for_model=False)
+    try:
+        acked, searched, bad = asyncio.run(_load(server.url))
+    finally:
+        server.kill()  # SIGKILL: what was acknowledged must already be durable
+    assert not bad, f"errors under load: {bad}"
+    assert searched > 0, "the Searches were not served"
+    slowest = max((s for _, _, s in acked), default=None)
+    # Each client's Adds are sequential, so at least one each, in bound, shows none starved.
+    assert len(acked) >= ADDERS, f"only {len(acked)} Adds acknowledged in {LOAD_S:.0f} s beside {searched} Searches"
+    assert slowest is not None and slowest < ADD_BOUND_S, f"an Add waited {slowest:.1f} s"
+
+    restarted = Server(tmp_path / "data", env=env).start(wait_for_model=False)
+    try:
+        with httpx.Client(base_url=restarted.url, timeout=60) as client:
+            for user, mark, _ in acked:
+                r = client.post("/search", json={"user_id": user, "query": mark, "top_k": 5})
+                assert r.status_code == 200
+                assert any(mark in str(item["content"]) for item in r.json()["data"]), f"{mark} lost"
+    finally:
+        restarted.kill()

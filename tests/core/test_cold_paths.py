@@ -1,0 +1,87 @@
+"""What a new store and a cold process must not wait for (issue 29).
+
+An Add fingerprints its card's text to reuse vectors; that used torch's tokenizer, so every
+Add waited for torch to load, a load that Searches starved of the GIL for as long as they
+came. A Search of a memory that does not exist yet embedded its query and ran every
+retriever. Neither needs the model now.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+
+from codemem.config import Settings
+from codemem.embedding import MiniLMEmbedder, query_encoder_path
+from codemem.memory import Memory
+from codemem.models import AddRequest, SearchRequest
+from codemem.store.schema import key_of
+from tests.conftest import add_body
+
+TEXTS = ["QuerySet.filter(None) raises TypeError in django/db/models/query.py " * 12, "", "héllo 日本語 x", "a" * 3000]
+
+
+def test_fingerprints_match_torch_and_need_no_torch(embedder: MiniLMEmbedder) -> None:
+    """A process with the cached query encoder fingerprints without importing torch, and gets
+    exactly the keys torch's tokenizer gives (else a card would be embedded again, or worse,
+    keep a vector of another text)."""
+    assert query_encoder_path().is_file()  # saved by the warmed embedder
+    torch_keys = {n: MiniLMEmbedder(onnx_queries=False).fingerprints(TEXTS, n) for n in (16, 256)}
+    script = (
+        "import json, sys\n"
+        "from codemem.embedding import MiniLMEmbedder\n"
+        f"e = MiniLMEmbedder(); keys = {{n: e.fingerprints({TEXTS!r}, n) for n in (16, 256)}}\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'keys': keys}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], env=dict(os.environ), capture_output=True, text=True,
+                         check=True, timeout=120)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["torch"] is False
+    assert {int(k): v for k, v in got["keys"].items()} == torch_keys
+
+
+class _NoModel:
+    """An embedder whose model must not be reached."""
+
+    name, dim = MiniLMEmbedder.name, MiniLMEmbedder.dim
+
+    def embed(self, texts: list[str], max_tokens: int) -> object:
+        raise AssertionError("the model was reached")
+
+    fingerprints = embed
+
+    def warm(self) -> None:
+        raise AssertionError("the model was reached")
+
+
+def test_a_search_of_a_memory_that_does_not_exist_reaches_no_model(tmp_path: Path) -> None:
+    with Memory(Settings(data_dir=str(tmp_path / "data"), compact_interval_s=0), embedder=_NoModel()) as memory:  # type: ignore[arg-type]
+        assert memory.search(SearchRequest(query="TypeError when filtering", user_id="nobody", top_k=5)) == []
+        assert memory.search(SearchRequest(query="TypeError when filtering", user_id="nobody", top_k=5)) == []
+
+
+def test_a_memory_written_after_an_empty_search_is_found(memory: Memory) -> None:
+    """The absence a Search saw is not kept past the next commit: an Add acknowledged after it
+    is found at once."""
+    req = SearchRequest(query="filter TypeError", user_id="late", top_k=5)
+    assert memory.search(req) == []
+    memory.add(_add("late"))
+    assert memory.search(req), "a stored memory was hidden by the absence seen before"
+
+
+def test_deleting_a_user_makes_its_memory_absent_again(memory: Memory) -> None:
+    memory.add(_add("gone"))
+    req = SearchRequest(query="filter TypeError", user_id="gone", top_k=5)
+    assert memory.search(req)
+    memory.delete_user("gone")
+    assert memory.search(req) == []
+    assert not memory.store.holds_user(key_of("gone"))
+
+
+def _add(user_id: str) -> AddRequest:
+    return msgspec.convert(add_body("r1", user_id=user_id, texts=("QuerySet.filter raises TypeError",)), AddRequest)
