@@ -32,9 +32,10 @@ from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import Query, parse_query
 from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.releases import ReleaseIndex
-from codemem.ranking.relevance import SessionSignals, explain, fuse, runner_up, session_ranks
+from codemem.ranking.relevance import SessionSignals, explain, runner_up, session_ranks
 from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
+from codemem.ranking.strategy import rank_sessions
 from codemem.ranking.subjects import SubjectIndex
 from codemem.ranking.types import Candidate
 from codemem.refresher import SessionRefresher
@@ -343,7 +344,7 @@ class Memory:
         if not text.strip():
             return []
         signals, items = self.signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES))
-        scores = fuse(signals, config)
+        scores = rank_sessions(signals, config)
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
         if self.reranker is not None and config.rerank_depth > 0:
             groups = self._rerank(text, groups[: config.rerank_depth]) + groups[config.rerank_depth:]

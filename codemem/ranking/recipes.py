@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+RANKINGS = ("fused", "learned")
+
 
 @dataclass(frozen=True)
 class SearchConfig:
@@ -68,8 +70,15 @@ class SearchConfig:
     evidence_chars: int
     first_evidence_items: int
     evidence_items: int
+    # How experiences are ordered (`ranking/strategy.py`): "fused", the weighted RRF above;
+    # "learned", the LightGBM ranker trained on public tasks (`ranking/learned.py`,
+    # `train/ranker/README.md`), whose calibrated P(related) is then each experience's
+    # relevance (so `quiet_below` and `relevance_floor` read probabilities).
+    ranking: str = "fused"
 
     def __post_init__(self) -> None:
+        if self.ranking not in RANKINGS:
+            raise ValueError(f"ranking must be one of {', '.join(RANKINGS)}, not {self.ranking!r}")
         if not 0.0 <= self.relevance_floor <= 1.0:
             raise ValueError(f"relevance_floor must be between 0 and 1, not {self.relevance_floor}")
         if not 0.0 <= self.quiet_below <= 1.0:
@@ -147,3 +156,7 @@ DEFAULT_SEARCH = SearchConfig(
     first_evidence_items=20,
     evidence_items=3,
 )
+
+# The learned ranker in place of the fusion, everything else as shipped: opt-in, for scoring
+# on validation once (not the service's default).
+LEARNED_SEARCH = DEFAULT_SEARCH.replace(ranking="learned")

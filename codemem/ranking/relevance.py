@@ -175,8 +175,10 @@ def relevance(signals: SessionSignals, key: str, fused: float, other: float, con
 def explain(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> dict[str, object]:
     """Why an experience was returned: its relevance and each signal (ranks 1 = best)."""
     location_rank = signals.location_ranks(config).get(key)
+    # A learned ranking's score is its calibrated P(related) already (`ranking/learned.py`).
+    p = fused if config.ranking == "learned" else relevance(signals, key, fused, other, config)
     return {
-        "relevance": round(relevance(signals, key, fused, other, config), 4),
+        "relevance": round(p, 4),
         "fused": round(fused, 4),
         "signals": {
             **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},
