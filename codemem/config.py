@@ -85,6 +85,7 @@ class Settings:
     candidates: int = DEFAULT_SEARCH.candidates
     relevance_floor: float = DEFAULT_SEARCH.relevance_floor
     quiet_below: float = DEFAULT_SEARCH.quiet_below
+    ranking: str = DEFAULT_SEARCH.ranking  # "fused" or "learned" (`ranking/strategy.py`)
     # A Search answer is read by a model with a limited window: it stops at this many
     # tokens (~4 characters each; 0 = top_k alone bounds it), and no single item is longer
     # than max_item_chars (its head and tail are kept).
@@ -119,10 +120,10 @@ class Settings:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def search_config(self) -> SearchConfig:
-        """DEFAULT_SEARCH with this deployment's candidate depth, relevance floor and quiet
-        threshold."""
+        """DEFAULT_SEARCH with this deployment's candidate depth, relevance floor, quiet
+        threshold and ranking."""
         return DEFAULT_SEARCH.replace(candidates=self.candidates, relevance_floor=self.relevance_floor,
-                                      quiet_below=self.quiet_below)
+                                      quiet_below=self.quiet_below, ranking=self.ranking)
 
     def to_env(self) -> dict[str, str]:
         """These settings as `CODEMEM_*` variables, for worker processes to read back."""

@@ -9,6 +9,7 @@ benchmark must show that the service copes with whatever text a platform sends, 
 from __future__ import annotations
 
 import json
+import re
 import tarfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ class Task:
     repo: str
     query: str
     gold: frozenset[str]
+    files: frozenset[str] = frozenset()  # the files its own fix (the task's patch) touches
 
 
 @dataclass(frozen=True)
@@ -181,10 +183,52 @@ def load_tasks(data: Path) -> list[Task]:
         for line in f:
             if line.strip():
                 r = json.loads(line)
-                queries[r["instance_id"]] = (r["repo"], r["problem_statement"])
+                queries[r["instance_id"]] = (r["repo"], r["problem_statement"], patch_files(r["patch"]))
     links = json.loads((data / "links_dev.json").read_text())
-    return [Task(x["related_instance_id"], queries[x["related_instance_id"]][0], queries[x["related_instance_id"]][1],
-                 frozenset(x["experience_instance_ids"])) for x in links]
+    return [Task(x["related_instance_id"], *queries[x["related_instance_id"]][:2],
+                 frozenset(x["experience_instance_ids"]), queries[x["related_instance_id"]][2]) for x in links]
+
+
+def patch_files(patch: str) -> frozenset[str]:
+    """The source files a unified diff changes (its `diff --git a/X b/X` lines), tests, docs
+    and files with no extension (AUTHORS) left out, as swe-verified-reuse's `files` are."""
+    paths = (m.group(1) for m in re.finditer(r"^diff --git a/(\S+) b/", patch, re.MULTILINE))
+    return frozenset(p for p in paths if "." in Path(p).name and not re.search(r"(^|/)(docs?|tests?|testing)/|(^|/)test_", p))
+
+
+EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+
+
+def trajectory_edits(data: Path) -> dict[str, frozenset[str]]:
+    """Each trajectory's edited files, from its raw events (the `file_path` of its edit tool
+    calls), independent of codemem's parser: what `useful@1` compares with a task's fix."""
+    index = _index(data)
+    edits: dict[str, frozenset[str]] = {}
+    with tarfile.open(data / "trajectories.tar.xz", "r|*") as archive:
+        for member in archive:
+            name = Path(member.name).name
+            if not member.isfile() or name not in index or (fh := archive.extractfile(member)) is None:
+                continue
+            paths: set[str] = set()
+            for line in fh:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                content = (event.get("message") or {}).get("content") if isinstance(event, dict) else None
+                for block in content if isinstance(content, list) else ():
+                    if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in EDIT_TOOLS:
+                        path = (block.get("input") or {}).get("file_path") or (block.get("input") or {}).get("notebook_path")
+                        if isinstance(path, str):
+                            paths.add(path)
+            edits[index[name][0]] = frozenset(paths)
+    return edits
+
+
+def same_file(edited: frozenset[str], files: frozenset[str]) -> bool:
+    """Whether a trajectory's edits (absolute paths in its sandbox) touch one of `files`
+    (repository paths)."""
+    return any(path == f or path.endswith("/" + f) for path in edited for f in files)
 
 
 def trajectory_repos(data: Path) -> dict[str, str]:

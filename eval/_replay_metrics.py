@@ -49,6 +49,8 @@ class QueryScore:
     tokens_before_gold: float | None
     gold_share_8k: float | None  # None when the task has no gold in this memory (absent)
     latency_ms: float
+    # The first trajectory is gold or edited a file the task's own fix touches (None: absent).
+    useful1: bool | None = None
 
 
 def content_text(content: object) -> str:
@@ -106,15 +108,17 @@ def reciprocal_rank(rank: int | None) -> float:
 
 
 def score_query(system: str, condition: str, task: str, items: Sequence[Item], gold: frozenset[str],
-                latency_ms: float) -> QueryScore:
-    """All figures of one result list; `gold` empty for the absent condition."""
+                latency_ms: float, useful: frozenset[str] = frozenset()) -> QueryScore:
+    """All figures of one result list; `gold` empty for the absent condition. `useful`: the
+    trajectories that edited a file the task's own fix touches (useful@1 counts them and gold)."""
     item_rank = first_gold_rank(items, gold) if gold else None
+    first = distinct_trajectories(items)[:1]
     return QueryScore(
         system=system, condition=condition, task=task, items=len(items), sessions=len({i.session_id for i in items}),
         tokens_total=sum(i.tokens for i in items), gold_rank=first_gold_session_rank(items, gold) if gold else None,
         gold_item_rank=item_rank,
         tokens_before_gold=tokens_before(items, item_rank), gold_share_8k=gold_share(items, gold) if gold else None,
-        latency_ms=latency_ms,
+        latency_ms=latency_ms, useful1=bool(first and first[0] in gold | useful) if gold else None,
     )
 
 
@@ -128,6 +132,7 @@ class Summary:
     hit1: float | None  # trajectory level, like hit5 and mrr
     hit5: float | None
     mrr: float | None
+    useful1: float | None  # the first trajectory gold or a same-file fix
     item_mrr: float | None  # by item position, for the record
     found: int  # queries with any gold trajectory anywhere in the answer
     found_share: float | None  # found / queries with gold in memory
@@ -158,6 +163,7 @@ def summarize(scores: Sequence[QueryScore]) -> Summary:
         system=s0.system, condition=s0.condition, queries=len(scores),
         hit1=_mean([hit_at(r, 1) for r in ranks]), hit5=_mean([hit_at(r, 5) for r in ranks]),
         mrr=_mean([reciprocal_rank(r) for r in ranks]),
+        useful1=_mean([float(bool(s.useful1)) for s in ranked]),
         item_mrr=_mean([reciprocal_rank(s.gold_item_rank) for s in ranked]),
         found=sum(r is not None for r in ranks),
         found_share=_mean([float(r is not None) for r in ranks]),

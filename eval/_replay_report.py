@@ -8,7 +8,7 @@ from pathlib import Path
 from eval._replay_data import CONDITION_KINDS
 from eval._replay_metrics import TOKEN_NOTE, WINDOW_TOKENS, Summary
 
-HEAD = ["system", "condition", "n", "hit@1", "hit@5", "MRR", "found", "itemMRR", "tok<gold p50", "gold%8k",
+HEAD = ["system", "condition", "n", "hit@1", "useful@1", "hit@5", "MRR", "found", "itemMRR", "tok<gold p50", "gold%8k",
         "tok total p50", "items p50", "sess p50", "p50 ms", "p95 ms", "latency"]
 
 # How each system's latency was taken: they are not the same measurement.
@@ -37,7 +37,7 @@ def _f(v: float | None, fmt: str) -> str:
 
 def row(s: Summary) -> list[str]:
     found = "-" if s.found_share is None else f"{s.found} ({s.found_share:.0%})"
-    return [s.system, s.condition, str(s.queries), _f(s.hit1, ".2f"), _f(s.hit5, ".2f"), _f(s.mrr, ".3f"),
+    return [s.system, s.condition, str(s.queries), _f(s.hit1, ".2f"), _f(s.useful1, ".2f"), _f(s.hit5, ".2f"), _f(s.mrr, ".3f"),
             found, _f(s.item_mrr, ".3f"), _f(s.tokens_before_gold_p50, ",.0f"),
             _f(s.gold_share_8k, ".2f"), _f(s.tokens_total_p50, ",.0f"), _f(s.items_p50, ".0f"), _f(s.sessions_p50, ".0f"),
             _f(s.latency_p50_ms, ".1f"), _f(s.latency_p95_ms, ".1f"), latency_kind(s.system)]

@@ -60,7 +60,9 @@ from eval._replay_data import (
     iter_trajectories,
     load_tasks,
     parse_kinds,
+    same_file,
     smoke_selection,
+    trajectory_edits,
     trajectory_lines,
     trajectory_repos,
 )
@@ -95,6 +97,8 @@ class Plan:
     tasks: list[Task]
     conditions: list[Condition]
     trajectories: dict[str, Trajectory]
+    # Per task: the trajectories that edited a file its own fix touches (for useful@1).
+    same_file: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def task_by_id(self) -> dict[str, Task]:
@@ -114,7 +118,9 @@ def make_plan(data: Path, rendering: str, kinds: Sequence[str], n_tasks: int | N
     conditions = build_conditions(tasks, repos, universe, all_gold, kinds)
     wanted = {i for c in conditions for i in c.trajectories}
     trajs = {t.instance_id: t for t in iter_trajectories(data, rendering, wanted)}
-    return Plan(tasks, conditions, trajs)
+    edits = trajectory_edits(data)
+    touching = {t.instance_id: frozenset(i for i, e in edits.items() if same_file(e, t.files)) for t in tasks}
+    return Plan(tasks, conditions, trajs, touching)
 
 
 # -- data dir and manifest --------------------------------------------------------------------
@@ -286,7 +292,7 @@ def search_codemem(srv: Server, plan: Plan, check: ContractCheck, warmup: int = 
                     check.check(data)
                 items = [Item(str(h.get("session_id", "")), count_tokens(h.get("content"))) for h in data]
                 gold = task.gold if c.kind != "absent" else frozenset()
-                scores.append(score_query("codemem", c.kind, tid, items, gold, dt * 1000))
+                scores.append(score_query("codemem", c.kind, tid, items, gold, dt * 1000, plan.same_file.get(tid, frozenset())))
                 raw.append({"condition": c.kind, "user_id": c.user_id, "task": tid,
                             "top_sessions": [h.get("session_id") for h in data[:10]],
                             "top_tokens": [round(it.tokens) for it in items[:10]],
@@ -325,7 +331,7 @@ def run_baselines(plan: Plan, systems: Sequence[str], cache_file: Path) -> tuple
                 items = search(tid)
                 dt = (time.perf_counter() - t0) * 1000
                 gold = tasks[tid].gold if c.kind != "absent" else frozenset()
-                scores.append(score_query(name, c.kind, tid, items, gold, dt))
+                scores.append(score_query(name, c.kind, tid, items, gold, dt, plan.same_file.get(tid, frozenset())))
         if len(plan.conditions) < 20 or c.kind != "relevant":
             log(f"  baselines done for {c.user_id} ({len(trajs)} trajectories)")
     return scores, info

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -84,6 +84,22 @@ class LearnedRanker:
         for key, value in fused.items():
             if key not in out:
                 out[key] = 0.5 * least * value / top
+        return out
+
+
+    def reasons(self, signals: SessionSignals, config: SearchConfig, keys: Sequence[str],
+                top: int = 3) -> dict[str, dict[str, float]]:
+        """For each of `keys` among the candidates: the features that moved its score most
+        (LightGBM's per-feature contributions, largest magnitude first), for its metadata."""
+        vectors = candidate_features(signals, config, [k for k in keys if k in set(candidates(signals, config, self.depth))])
+        if not vectors:
+            return {}
+        names = list(vectors)
+        contrib = self.booster.predict(np.asarray([vectors[k] for k in names], dtype=np.float64), pred_contrib=True)
+        out = {}
+        for key, row in zip(names, contrib, strict=True):
+            order = np.argsort(-np.abs(row[:-1]))[:top]  # the last column is the bias
+            out[key] = {FEATURES[i]: round(float(row[i]), 3) for i in order}
         return out
 
 

@@ -159,4 +159,7 @@ DEFAULT_SEARCH = SearchConfig(
 
 # The learned ranker in place of the fusion, everything else as shipped: opt-in, for scoring
 # on validation once (not the service's default).
-LEARNED_SEARCH = DEFAULT_SEARCH.replace(ranking="learned")
+# Quiet when no experience is more likely related than not: the threshold reads the model's
+# calibrated P(related) (Platt, fitted on out-of-fold training scores), so it is 0.5, not a
+# number chosen on any evaluation set.
+LEARNED_SEARCH = DEFAULT_SEARCH.replace(ranking="learned", quiet_below=0.5)

@@ -172,11 +172,18 @@ def relevance(signals: SessionSignals, key: str, fused: float, other: float, con
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
+def learned_applies(signals: SessionSignals, config: SearchConfig) -> bool:
+    """Whether the learned ranker orders these sessions: asked for, and not a memory of
+    commits, whose title, subject and release rankings it has no features for (it was
+    trained on agent sessions); there the fusion ranks."""
+    return config.ranking == "learned" and not signals.commit_ranks
+
+
 def explain(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> dict[str, object]:
     """Why an experience was returned: its relevance and each signal (ranks 1 = best)."""
     location_rank = signals.location_ranks(config).get(key)
     # A learned ranking's score is its calibrated P(related) already (`ranking/learned.py`).
-    p = fused if config.ranking == "learned" else relevance(signals, key, fused, other, config)
+    p = fused if learned_applies(signals, config) else relevance(signals, key, fused, other, config)
     return {
         "relevance": round(p, 4),
         "fused": round(fused, 4),

@@ -85,3 +85,41 @@ def test_deleting_a_user_makes_its_memory_absent_again(memory: Memory) -> None:
 
 def _add(user_id: str) -> AddRequest:
     return msgspec.convert(add_body("r1", user_id=user_id, texts=("QuerySet.filter raises TypeError",)), AddRequest)
+
+
+class _Loading:
+    """The real embedder, reporting itself not ready (its model still loading) until told."""
+
+    def __init__(self, real: MiniLMEmbedder) -> None:
+        self._real = real
+        self.name, self.dim = real.name, real.dim
+        self.is_ready = False
+        self.embedded: list[str] = []
+
+    def ready(self) -> bool:
+        return self.is_ready
+
+    def embed(self, texts: list[str], max_tokens: int) -> object:
+        self.embedded += texts
+        return self._real.embed(texts, max_tokens)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+
+def test_an_add_while_the_model_loads_is_stored_at_once_and_embedded_later(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    """An Add does not wait for the model: its card is stored without a vector, found by its
+    words at once, and embedded by the session's quiet-time refresh once the model is in."""
+    loading = _Loading(embedder)
+    settings = Settings(data_dir=str(tmp_path / "data"), compact_interval_s=0, refresh_quiet_s=60)
+    with Memory(settings, embedder=loading) as memory:  # type: ignore[arg-type]
+        memory.add(_add("early"))
+        assert loading.embedded == []
+        card = memory.store.user_rows(key_of("early"), "card", ["id", "has_vector"])
+        assert [r["has_vector"] for r in card] == [False]
+        found = memory.search(SearchRequest(query="QuerySet.filter TypeError", user_id="early", top_k=5))
+        assert found and found[0].session_id == "s1"
+        loading.is_ready = True
+        memory.refresher.flush()
+        card = memory.store.user_rows(key_of("early"), "card", ["id", "has_vector"])
+        assert [r["has_vector"] for r in card] == [True]

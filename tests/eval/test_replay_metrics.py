@@ -110,7 +110,7 @@ def test_the_report_shows_found_and_labels_how_latency_was_taken() -> None:
             summarize([score_query("bm25-msg", "noisy-all", "t1", items(("a", 1)), GOLD, 1.0)])]
     table = markdown_table(rows).splitlines()
     assert "| found |" in table[0] and table[0].endswith("| latency |")
-    assert table[2].startswith("| codemem | noisy-all | 2 | 0.50 | 0.50 | 0.500 | 1 (50%) |")
+    assert table[2].startswith("| codemem | noisy-all | 2 | 0.50 | 0.50 | 0.50 | 0.500 | 1 (50%) |")
     assert table[2].endswith(f"| {HTTP} |") and table[3].endswith(f"| {IN_PROCESS} |")
 
 
@@ -222,3 +222,29 @@ def test_dense_chunks_pack_to_about_256_tokens() -> None:
     t = traj("x", "r", "a" * 500, "b" * 500, "c" * 500, "d" * 3000, "e" * 10)
     chunks = pack_chunks(t)
     assert chunks == ["a" * 500 + "\n\n" + "b" * 500, "c" * 500, "d" * 3000, "e" * 10]
+
+
+def test_useful_at_1_counts_a_same_file_fix_first_and_gold_first() -> None:
+    """useful@1: the first trajectory is gold, or edited a file the task's own fix touches."""
+    from eval._replay_metrics import Item, score_query, summarize
+
+    twin = [Item("twin", 10), Item("gold", 10)]
+    other = [Item("other", 10), Item("gold", 10)]
+    gold, useful = frozenset({"gold"}), frozenset({"twin"})
+    scores = [score_query("s", "noisy-all", "t1", twin, gold, 1.0, useful),
+              score_query("s", "noisy-all", "t2", other, gold, 1.0, useful),
+              score_query("s", "noisy-all", "t3", [Item("gold", 5)], gold, 1.0, useful)]
+    assert [s.useful1 for s in scores] == [True, False, True]
+    summary = summarize(scores)
+    assert summary.hit1 == 1 / 3 and summary.useful1 == 2 / 3
+    assert score_query("s", "absent", "t4", twin, frozenset(), 1.0, useful).useful1 is None
+
+
+def test_a_fix_s_files_are_its_source_files() -> None:
+    from eval._replay_data import patch_files, same_file
+
+    patch = "".join(f"diff --git a/{p} b/{p}\n--- a/{p}\n" for p in (
+        "django/forms/forms.py", "docs/releases/1.8.txt", "AUTHORS", "tests/forms_tests/test_forms.py"))
+    assert patch_files(patch) == {"django/forms/forms.py"}
+    assert same_file(frozenset({"./swebench_9_15/testbed/django/forms/forms.py"}), frozenset({"django/forms/forms.py"}))
+    assert not same_file(frozenset({"./x/testbed/django/forms/formsets.py"}), frozenset({"django/forms/forms.py"}))

@@ -89,5 +89,9 @@ def test_a_search_can_opt_in_to_the_learned_ranking(memory) -> None:  # type: ig
     assert DEFAULT_SEARCH.ranking == "fused"  # opt-in only
     hits = memory.search(query, config=LEARNED_SEARCH)
     assert hits and hits[0].session_id == "t1"
+    # Its metadata gives the model's calibrated P(related) and the features that carried it.
+    first = hits[0].metadata
+    assert 0.0 < float(first["relevance"]) <= 1.0
+    assert set(first["features"]) <= set(FEATURES) and len(first["features"]) == 3
     with pytest.raises(ValueError, match="fused, learned"):
         DEFAULT_SEARCH.replace(ranking="best")
