@@ -5,7 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: setup dev serve lint test clean
+# `make install` puts `codemem` on the PATH: a link to the checkout's command in $(BINDIR).
+BINDIR ?= $(HOME)/.local/bin
+
+.PHONY: setup dev serve install uninstall lint test clean
 
 # codemem and what serving needs (`make serve`, and the `codemem` command for MCP and the hook).
 setup: $(STAMP)
@@ -28,6 +31,18 @@ $(DEV_STAMP): $(STAMP)
 
 serve: setup
 	$(BIN)/codemem serve
+
+# A link, not a second installation: `codemem` runs this checkout's virtualenv (editable, so
+# a `git pull` here updates it) and nothing is downloaded again. pipx or `uv tool install`
+# would build a second environment with its own torch and model.
+install: setup
+	mkdir -p $(BINDIR)
+	ln -sfn $(abspath $(BIN))/codemem $(BINDIR)/codemem
+	@echo "codemem -> $(abspath $(BIN))/codemem in $(BINDIR)"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "$(BINDIR) is not on your PATH: add it, e.g. export PATH=\"$(BINDIR):\$$PATH\" in ~/.profile";; esac
+
+uninstall:
+	@if [ "$$(readlink $(BINDIR)/codemem)" = "$(abspath $(BIN))/codemem" ]; then rm $(BINDIR)/codemem; echo "removed $(BINDIR)/codemem"; fi
 
 # ruff and mypy come from the `test` extra; their settings are in pyproject.toml.
 lint: dev

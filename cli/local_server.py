@@ -2,9 +2,10 @@
 
 A search that opens the store itself pays for LanceDB and the query encoder on every run;
 a server already holds both and answers in milliseconds. So `codemem serve` leaves a small
-file in its data directory naming its URL and process id, removed on shutdown; a search
-uses the server when that process is alive and answers `/health`, and opens the store
-itself otherwise (a stale file is ignored: a server killed with SIGKILL cannot remove it).
+file in its data directory naming its URL and process id, removed on shutdown (SIGTERM and
+SIGINT included); a search uses the server when that process is alive and answers
+`/health`, and opens the store itself otherwise: a file naming a dead process is taken as
+absent (a server killed with SIGKILL cannot remove it).
 Only local data directories have one: object storage is never "the same machine".
 """
 
@@ -13,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import msgspec
 
@@ -38,7 +42,8 @@ def server_file(data_dir: str) -> Path | None:
 
 @contextlib.contextmanager
 def announced(settings: Settings) -> Iterator[None]:
-    """While serving: the file that names this server, removed when serving stops."""
+    """While serving: the file that names this server, removed when serving stops, on
+    SIGTERM and SIGINT too (`_sigterm_unwinds`)."""
     path = server_file(settings.data_dir)
     if path is None:
         yield
@@ -50,11 +55,47 @@ def announced(settings: Settings) -> Iterator[None]:
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
     try:
+        with _sigterm_unwinds():
+            yield
+    except _Terminated:
+        _forget(path)
+        # Then the process ends as SIGTERM ends it (status -15), which is what uvicorn meant.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+        raise
+    finally:
+        _forget(path)
+
+
+def _forget(path: Path) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(path.read_text()).get("pid") == os.getpid():  # not a newer server's
+            path.unlink()
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived (`_sigterm_unwinds`)."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM raises `_Terminated` where the process stands, so that cleanup runs, rather
+    than ending it there. uvicorn catches SIGTERM and SIGINT for its graceful shutdown, then
+    restores the handlers it found and raises the signal again: with SIGTERM's default
+    action the process ended at that point, its server file left behind naming a dead
+    process (SIGINT's default, KeyboardInterrupt, unwinds already)."""
+    if threading.current_thread() is not threading.main_thread():  # only it can take signals
+        yield
+        return
+
+    def unwind(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated
+
+    before = signal.signal(signal.SIGTERM, unwind)
+    try:
         yield
     finally:
-        with contextlib.suppress(OSError, ValueError):
-            if json.loads(path.read_text()).get("pid") == os.getpid():  # not a newer server's
-                path.unlink()
+        signal.signal(signal.SIGTERM, before)
 
 
 def running_server(data_dir: str) -> str | None:

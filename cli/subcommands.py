@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import shutil
 import sys
 import threading
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ import msgspec
 
 from codemem.config import Settings, is_object_storage
 from codemem.models import SearchRequest
-from codemem.repo_id import repo_user_id
+from codemem.repo_id import git_top_level, repo_user_id
 
 if TYPE_CHECKING:
     # Imported where used: it loads LanceDB (~2 s), and the Claude Code hook must answer
@@ -67,9 +68,15 @@ def _user_id(args: argparse.Namespace, where: str = ".") -> str:
     return str(args.user_id) if args.user_id else repo_user_id(where)
 
 
+# The exit status of a command that reads (`search`, `memories`) when it has nothing to show,
+# as grep's: no data directory, no memory by that name, nothing that matches alike. A command
+# that deletes exits 0 when there was nothing to delete: what it was asked for holds.
+NOTHING_FOUND = 1
+
+
 def _missing(settings: Settings) -> bool:
-    """True (said on stderr) when a read-only command finds no data directory: it then
-    creates nothing."""
+    """True (said on stderr) when a command finds no data directory: it then creates
+    nothing, and one that reads exits `NOTHING_FOUND`."""
     if is_object_storage(settings.data_dir) or Path(settings.data_dir).expanduser().exists():
         return False
     print(f"codemem: no memory at {settings.data_dir}: nothing has been stored there yet "
@@ -84,7 +91,7 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
 
     user_id = _user_id(args)
     if _missing(settings):
-        return 1
+        return NOTHING_FOUND
     req = SearchRequest(user_id=user_id, query=args.query, top_k=args.top_k)
     hits = None
     if url := local_server.running_server(settings.data_dir):
@@ -101,11 +108,11 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
             hits = memory.search(req)
         if args.json:
             print(msgspec.json.encode({"data": hits}).decode())
-            return 0
+            return 0 if hits else NOTHING_FOUND
         if not hits:
             memory = memory or _offline_memory(settings)
             print(no_match(user_id, [u.user_id for u in memory.list_users(sizes=False)], settings.data_dir))
-            return 0
+            return NOTHING_FOUND
     finally:
         if memory is not None:
             memory.close()
@@ -133,16 +140,17 @@ def no_match(user_id: str, names: Sequence[str], data_dir: str) -> str:
 def memories(settings: Settings, args: argparse.Namespace) -> int:
     """The user ids stored, with their experiences, messages and last write."""
     if _missing(settings):
-        return 1
+        return NOTHING_FOUND
     with _offline_memory(settings) as memory:
         users = memory.list_users(sizes=False)
     print(f"{len(users)} {'memory' if len(users) == 1 else 'memories'} in {settings.data_dir}")
-    if users:
-        width = max(len("user_id"), *(len(u.user_id) for u in users))
-        print(f"{'user_id':<{width}}  {'experiences':>11}  {'messages':>8}  last write (UTC)")
-        for u in users:
-            when = datetime.fromtimestamp(u.last_write_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-            print(f"{u.user_id:<{width}}  {u.experiences:>11}  {u.messages:>8}  {when}")
+    if not users:
+        return NOTHING_FOUND
+    width = max(len("user_id"), *(len(u.user_id) for u in users))
+    print(f"{'user_id':<{width}}  {'experiences':>11}  {'messages':>8}  last write (UTC)")
+    for u in users:
+        when = datetime.fromtimestamp(u.last_write_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+        print(f"{u.user_id:<{width}}  {u.experiences:>11}  {u.messages:>8}  {when}")
     return 0
 
 
@@ -197,11 +205,16 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
     from codemem.ingest import ingest_git as run
     from codemem.memory import Memory
 
-    user_id = _user_id(args, args.repo)
-    print(f"codemem: importing {args.repo} into the memory of {user_id} in {settings.data_dir}", file=sys.stderr)
+    top = git_top_level(args.repo)
+    if top is None:
+        why = "not a git repository (nor inside one)" if Path(args.repo).expanduser().is_dir() else "no such directory"
+        print(f"codemem: {why}: {args.repo}", file=sys.stderr)
+        return 2
+    user_id = _user_id(args, top)
+    print(f"codemem: importing {top} into the memory of {user_id} in {settings.data_dir}", file=sys.stderr)
     memory = Memory(settings)
     try:
-        report = run(memory, args.repo, user_id, since=args.since, max_commits=args.max_commits)
+        report = run(memory, top, user_id, since=args.since, max_commits=args.max_commits)
         if report.added:
             memory.warm_up()  # caches the ONNX query encoder for later searches (once per machine)
     except ValueError as exc:
@@ -218,20 +231,27 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     if not report.sources:
         after = f" after {args.since:%Y-%m-%d}" if args.since else ""
-        print(f"No commits to import: {args.repo} has none{after}.")
+        print(f"No commits to import: {top} has none{after}.")
         return 0
-    merges = (f"; {_count_of(report.merges, 'merge')}, each read as one change with its branch's commits"
-              if report.merges else "")
-    print(f"Read {_count_of(report.sources, 'commit')}: {report.added} added, {report.unchanged} already "
-          f"stored{merges}. `codemem search \"...\"` in the repository searches them.")
+    print(f"Read {report.changes_read()}: {report.added:,} added, {report.unchanged:,} already stored. "
+          f"`{command_name()} search \"...\"` in the repository searches them.")
     if skipped:
         print(f"codemem: skipped {_count_of(len(skipped), 'commit')} whose git objects are missing ({named}); "
               "the rest was imported.", file=sys.stderr)
     return 0
 
 
+def command_name() -> str:
+    """How to run this command again: `codemem` where that is on the PATH (`make install`),
+    else the path it was run by."""
+    if shutil.which("codemem"):
+        return "codemem"
+    run_by = Path(sys.argv[0])
+    return str(run_by) if run_by.name == "codemem" else f"{Path(sys.executable).name} -m cli"
+
+
 def _count_of(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def mcp(settings: Settings, args: argparse.Namespace) -> int:

@@ -56,9 +56,18 @@ class Shape:
 
     @classmethod
     def of(cls, config: SearchConfig, budget_tokens: int, max_item_chars: int) -> Shape:
-        return cls(budget_tokens, max_item_chars, config.first_evidence_chars, config.evidence_chars,
+        """`config`'s allotments within `budget_tokens`: an experience's evidence is cut to
+        what the budget leaves beside a card of the largest size, since the first item of an
+        answer is kept whatever its size (`within_budget`) and a small budget (an agent's
+        compact answer) would otherwise be overrun by the first experience alone."""
+        room = max(0, budget_tokens * CHARS_PER_TOKEN - CARD_CHARS) if budget_tokens else None
+
+        def fit(chars: int) -> int:
+            return chars if room is None else min(chars, room)
+
+        return cls(budget_tokens, max_item_chars, fit(config.first_evidence_chars), fit(config.evidence_chars),
                    config.first_evidence_items, config.evidence_items, config.quiet_experiences,
-                   config.quiet_first_evidence_chars, config.quiet_card_chars, config.quiet_budget_tokens)
+                   fit(config.quiet_first_evidence_chars), config.quiet_card_chars, config.quiet_budget_tokens)
 
     def groups_to_read(self, top_k: int) -> int:
         """How many experiences can fit the budget (generously: cards are often shorter)."""

@@ -315,6 +315,27 @@ def mainline_shas(
         repo.close()
 
 
+def commit_count(
+    repo_path: str, since: datetime | None = None, max_commits: int | None = None, branch: str | None = None
+) -> int:
+    """How many commits the changes of ``mainline_shas`` hold: the first-parent line's own
+    and those its merges brought in (every commit reachable from the tip within ``since``,
+    down to the first parent of the oldest change when ``max_commits`` cuts the line)."""
+    opened = _open_at_tip(repo_path, branch, max_commits)
+    if opened is None:
+        return 0
+    repo, tip = opened
+    try:
+        walk = [tip, *_window(since, None)]
+        if max_commits is not None:
+            line = str(repo.git.rev_list("--first-parent", f"--max-count={max_commits + 1}", tip)).split()
+            if len(line) > max_commits:
+                walk.append(f"^{line[max_commits]}")
+        return int(repo.git.rev_list("--count", *walk))
+    finally:
+        repo.close()
+
+
 def _open_at_tip(repo_path: str, branch: str | None, max_commits: int | None) -> tuple[git.Repo, str] | None:
     """The open repository and the commit ``branch`` names (default HEAD); None (closed)
     for an empty repository or ``max_commits`` <= 0. ``ValueError`` (closed) when

@@ -26,11 +26,18 @@ from tqdm import tqdm
 
 from codemem.embedding import MINILM_NAME, MiniLMEmbedder
 from codemem.experience.types import Experience
-from codemem.gitlog import CommitRecord, commit_to_experience, iter_changes, mainline_shas
+from codemem.gitlog import (
+    CommitRecord,
+    commit_count,
+    commit_to_experience,
+    iter_changes,
+    mainline_shas,
+)
 from codemem.gitreleases import Releases
 from codemem.gitstale import Staleness
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
+from codemem.repo_id import git_top_level
 from codemem.transcripts import Transcript, iter_transcripts_from_tar, load_claude_code_jsonl
 
 # A commit's diff is kept as its raw message up to this size; the card holds the trimmed view.
@@ -48,7 +55,8 @@ _EMBED_HERE_EVERY = 3
 
 
 class IngestReport(msgspec.Struct):
-    sources: int = 0  # transcripts or commits read
+    sources: int = 0  # transcripts, or changes of a git history (a commit, or a merge with its branch), read
+    commits: int = 0  # the commits those changes hold (a git history: merged branches' included)
     added: int = 0  # Add calls that stored something
     unchanged: int = 0  # commits stored before, transcripts with no new message
     messages: int = 0
@@ -57,6 +65,20 @@ class IngestReport(msgspec.Struct):
     skipped_where: list[str] = []  # "file:line" of the first lines that did not parse
     merges: int = 0  # merges read, each as one change with its branch's commits
     skipped_commits: list[str] = []  # changes git could not read (a missing object), skipped
+
+    def changes_read(self) -> str:
+        """What a git import read, for a person: its changes, and the commits they hold
+        where merges make the two differ ("2,261 changes of 5,531 commits": the first-parent
+        line, each merge one change with the commits it brought in)."""
+        if self.commits > self.sources + len(self.skipped_commits):
+            merges = f"{_count_of(self.merges, 'merge')}, each" if self.merges else "each merge"
+            return (f"{_count_of(self.sources, 'change')} of {_count_of(self.commits, 'commit')} (the "
+                    f"first-parent line: {merges} one change with the commits it brought in)")
+        return _count_of(self.sources, "commit")
+
+
+def _count_of(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def transcript_paths(paths: list[str]) -> Iterator[Path]:
@@ -159,9 +181,17 @@ def ingest_git(
     embedded, in a second process (where this one embeds with the checked ONNX encoder, which
     that process loads from its cache; this one embeds one chunk in ``_EMBED_HERE_EVERY``), so
     reading, parsing, embedding and storing keep two cores busy.
+
+    ``repo`` may be any directory inside the work tree: its top level is imported
+    (``ValueError`` outside git).
     """
+    top = git_top_level(repo)
+    if top is None:
+        raise ValueError(f"not a git repository (nor inside one): {repo!r}")
+    repo = top
     report = IngestReport()
     line = mainline_shas(repo, since=since, max_commits=max_commits)
+    report.commits = commit_count(repo, since=since, max_commits=max_commits) if line else 0
     known = {sid.removeprefix("git:") for sid in memory.session_ids(user_id, "git:")}
     report.unchanged = sum(1 for sha in line if sha in known)
     report.sources = report.unchanged

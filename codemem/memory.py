@@ -18,7 +18,7 @@ from typing import TypeVar
 import msgspec
 import numpy as np
 
-from codemem import answer, inventory, sessions
+from codemem import answer, ids, inventory, sessions
 from codemem.add_leader import AddLeader
 from codemem.config import Settings
 from codemem.content import validate_add, validate_search
@@ -330,16 +330,25 @@ class Memory:
         """How much an answer carries, with the default search configuration."""
         return self._shape(self.search_config)
 
-    def _shape(self, config: SearchConfig) -> answer.Shape:
-        return answer.Shape.of(config, self.settings.search_token_budget, self.settings.max_item_chars)
+    def _shape(self, config: SearchConfig, budget_tokens: int | None = None) -> answer.Shape:
+        budget = self.settings.search_token_budget
+        if budget_tokens is not None:  # a smaller answer than the settings', never a larger one
+            budget = min(budget, budget_tokens) if budget else budget_tokens
+        return answer.Shape.of(config, budget, self.settings.max_item_chars)
 
-    def search(self, req: SearchRequest, config: SearchConfig | None = None) -> list[Hit]:
+    def search(self, req: SearchRequest, config: SearchConfig | None = None,
+               budget_tokens: int | None = None) -> list[Hit]:
         """At most top_k items of this user's memory, best first, searched as `config` says
         (default: this Memory's `search_config`). Each experience's metadata says why it was
         returned (`relevance.explain`); when none is relevant enough the answer is quiet:
-        short cards and little evidence (`answer.build`)."""
+        short cards and little evidence (`answer.build`). The answer stops at the settings'
+        `search_token_budget`, or at `budget_tokens` where that is smaller (a tool's compact
+        answer); the first experience's card is kept whatever its size."""
         config = config or self.search_config
         validate_search(req, self.settings.max_image_bytes)
+        if budget_tokens is not None and budget_tokens < 1:
+            raise InvalidInput(f"the token budget must be at least 1, not {budget_tokens}")
+        shape = self._shape(config, budget_tokens)
         text = req.text
         if not text.strip():
             return []
@@ -352,13 +361,12 @@ class Memory:
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
         quiet = config.quiet_below > 0 and all(why[g.session_key]["relevance"] < config.quiet_below  # type: ignore[operator]
                                                for g in groups)
-        hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config),
-                            why=why, quiet=quiet)
+        hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why, quiet=quiet)
         if quiet and hits and hits[0].metadata.get(CONVERSATION):
             # The calibration was fitted on coding experiences and says nothing about a
             # conversation: an answer whose best experience is one is never quiet. Known
             # once its card is read, so only such answers are built twice.
-            hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, self._shape(config), why=why)
+            hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why)
         return hits
 
     def signals(self, user_id: str, text: str, config: SearchConfig, limit: int) -> tuple[SessionSignals, list[Candidate]]:
@@ -420,7 +428,8 @@ class Memory:
         (its step records, or its messages when it has none), within the answer budget.
 
         `ref` is any id a Search returned (card, step or message) or a session_id, so a
-        reader can open the experience behind any item it was shown."""
+        reader can open the experience behind any item it was shown; or a unique prefix of
+        one, or of a commit's SHA, as people are shown them (`codemem.ids`)."""
         if not user_id or not ref:
             raise InvalidInput("user_id and id must be non-empty strings")
         named = [c.fields for c in self.store.by_ids([ref]) if c.fields["user_id"] == user_id]
@@ -428,7 +437,11 @@ class Memory:
         user_key = key_of(user_id)
         derived = self.store.session_rows(session_key, sessions.DERIVED_KINDS, user_key=user_key)
         card = next((r for r in derived if r["kind"] == "card"), None)
-        if card is None:
+        if card is None:  # no whole id: a shortened one
+            session_key = key_of(user_id, ids.session_of(self.store, user_id, ref))
+            derived = self.store.session_rows(session_key, sessions.DERIVED_KINDS, user_key=user_key)
+            card = next((r for r in derived if r["kind"] == "card"), None)
+        if card is None:  # deleted meanwhile
             raise NotFound(f"no experience {ref!r} in the memory of {user_id!r}")
         evidence = sorted((r for r in derived if r["kind"] == "step"), key=lambda r: int(r["position"]))
         if not evidence:
@@ -462,7 +475,9 @@ class Memory:
 
     def delete_experience(self, user_id: str, session_id: str) -> int:
         """Remove one experience of one user (its messages, card and steps); returns how
-        many items were removed (0 when there was none)."""
+        many items were removed (0 when there was none). Unlike the readers, it takes the
+        session_id whole, never a prefix: a retried delete must not remove another session
+        whose id begins with the one removed (the /ui asks with the id it resolved)."""
         if not user_id or not session_id:
             raise InvalidInput("user_id and session_id must be non-empty strings")
         session_key = key_of(user_id, session_id)
@@ -517,10 +532,14 @@ class Memory:
         return inventory.cards_of(self.store, user_id)
 
     def experience_record(self, user_id: str, session_id: str, with_messages: bool = False) -> inventory.ExperienceRecord:
-        """One experience whole: card, every step and (when asked) every message."""
+        """One experience whole: card, every step and (when asked) every message.
+        `session_id` may be a unique prefix of one, as `experience` takes it."""
         if not user_id or not session_id:
             raise InvalidInput("user_id and session_id must be non-empty strings")
         record = inventory.experience_record(self.store, user_id, session_id, with_messages)
+        if record is None:  # no whole id: a shortened one
+            whole = ids.session_of(self.store, user_id, session_id)
+            record = inventory.experience_record(self.store, user_id, whole, with_messages)
         if record is None:
             raise NotFound(f"no experience {session_id!r} in the memory of {user_id!r}")
         return record

@@ -37,6 +37,19 @@ def repo_user_id(path: str | os.PathLike[str]) -> str:
     return f"repo:{normalise_remote(remote)}"
 
 
+def git_top_level(path: str | os.PathLike[str]) -> str | None:
+    """The top-level directory of the git work tree `path` is in (the repository itself, or
+    any directory inside it), a bare repository's own directory, or None outside git."""
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        return None
+    directory = directory.resolve()
+    if top := _git(directory, "rev-parse", "--show-toplevel"):
+        return top
+    bare = _git(directory, "rev-parse", "--is-bare-repository", "--absolute-git-dir")
+    return bare.split("\n", 1)[1] if bare and bare.startswith("true\n") else None
+
+
 def normalise_remote(url: str) -> str:
     """A remote URL as `host/owner/name`: scheme, credentials, port and `.git` dropped, so
     the https and ssh URLs of one repository give the same id. Local remotes stay paths."""

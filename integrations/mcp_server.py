@@ -45,6 +45,10 @@ INSTRUCTIONS = (
     "names involved; open a promising result with get_experience. Without user_id, the tools use "
     "the memory of the repository this server runs in."
 )
+# A search answer's default size, in tokens (~4 characters each): a card or two with some
+# evidence, which an agent reads before every task; it asks for more with max_tokens.
+ANSWER_TOKENS = 1_500
+MIN_ANSWER_TOKENS = 200
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 IDEMPOTENT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
 
@@ -130,17 +134,25 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
         query: Annotated[str, Field(description="the task or question: its words, error messages, file and symbol names")],
         user_id: UserId = None,
         top_k: Annotated[int, Field(ge=1, le=100, description="most items returned")] = 5,
+        max_tokens: Annotated[int, Field(ge=MIN_ANSWER_TOKENS, description=(
+            f"the answer stops at about this many tokens (default {ANSWER_TOKENS}; at most the server's "
+            "CODEMEM_SEARCH_TOKEN_BUDGET, 10,000 unless set); the best experience's card always comes "
+            "whole; raise it to read more experiences and their evidence at once"))] = ANSWER_TOKENS,
     ) -> str:
         """Past experiences that bear on a task, best first: each with its card (task, outcome,
-        files and symbols edited, tests, errors) and its strongest evidence."""
+        files and symbols edited, tests, errors) and its strongest evidence. The answer is
+        compact by default (about 1,500 tokens: max_tokens); get_experience(id) opens one
+        experience in full."""
         user = user_id or default_user()
         with _reported():
-            hits = memory.get().search(SearchRequest(user_id=user, query=query, top_k=top_k))
+            hits = memory.get().search(SearchRequest(user_id=user, query=query, top_k=top_k), budget_tokens=max_tokens)
         return mcp_text.search_answer(hits, user)
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     def get_experience(
-        id: Annotated[str, Field(description="an id search_memory returned (any item of the experience), or a session id")],
+        id: Annotated[str, Field(description=(
+            "an id search_memory returned (any item of the experience), a session id, a commit's SHA, "
+            "or a unique prefix of any of them of 7 or more characters (git:d49cfb3, d49cfb3)"))],
         user_id: UserId = None,
     ) -> str:
         """One whole past experience: its card, then all its evidence in session order."""
@@ -196,7 +208,7 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
                 report = ingest_git(memory.get(), repo, user, max_commits=max_commits, progress=False)
         except ValueError as exc:  # not a repository
             raise ToolError(str(exc)) from exc
-        return (f"Read {report.sources} commits of {repo}: {report.added} new experiences, "
+        return (f"Read {report.changes_read()} of {repo}: {report.added} new experiences, "
                 f"{report.unchanged} already stored, in the memory of {user}.")
 
     return server

@@ -245,10 +245,16 @@ class Store:
 
     def session_ids(self, user_key: str, prefix: str) -> set[str]:
         """The session_ids of one user's experiences (cards) that start with ``prefix``."""
-        if not prefix.replace(":", "").replace("-", "").isalnum():
-            raise ValueError(f"not a session id prefix: {prefix!r}")
-        rows = self.rows(f"{user_scope(user_key)} AND kind = 'card' AND session_id LIKE '{prefix}%'", columns=["session_id"])
-        return {str(r["session_id"]) for r in rows}
+        rows = self.rows(f"{user_scope(user_key)} AND kind = 'card' AND session_id LIKE '{_prefix(prefix)}%'",
+                         columns=["session_id"])
+        return {sid for r in rows if (sid := str(r["session_id"])).startswith(prefix)}
+
+    def ids_starting(self, user_key: str, prefix: str, limit: int) -> list[dict[str, Any]]:
+        """At most `limit` of one user's items whose id starts with ``prefix``: their id,
+        session_id and user_id."""
+        rows = self.rows(f"{user_scope(user_key)} AND id LIKE '{_prefix(prefix)}%'",
+                         columns=["id", "session_id", "user_id"], limit=limit)
+        return [r for r in rows if str(r["id"]).startswith(prefix)]
 
     def sessions_present(self, user_key: str, session_keys: list[str]) -> set[str]:
         """Those of these sessions of one user that hold any row."""
@@ -394,6 +400,18 @@ def _safe(name: str) -> str:
     if not name.replace("_", "").isalnum():
         raise ValueError(f"not a kind name: {name!r}")
     return name
+
+
+def _prefix(prefix: str) -> str:
+    """An id prefix, checked before it enters a LIKE pattern: letters, digits and ``:-_./``.
+    A ``_`` there matches any one character, so callers keep only the rows that start with
+    the prefix itself."""
+    if not prefix or not prefix.translate(_PREFIX_PUNCTUATION).isalnum():
+        raise ValueError(f"not an id prefix: {prefix!r}")
+    return prefix
+
+
+_PREFIX_PUNCTUATION = str.maketrans("", "", ":-_./")
 
 
 def _id_list(ids: list[str]) -> str:

@@ -125,6 +125,15 @@ def test_deletion_needs_the_csrf_token_and_is_logged(filled: TestClient, caplog:
     assert filled.delete("/users/bob").status_code == 200
 
 
+def test_a_shortened_id_opens_the_experience_and_its_deletion_names_it_whole(client: TestClient) -> None:
+    long_id = "session-2024-pagination-fix"
+    assert client.post("/add", json=add_body("r-long", "alice", long_id, FIX)).status_code == 200
+    page = client.get("/ui/experience?user_id=alice&session_id=session-2024-pag")
+    assert page.status_code == 200 and "paginator.py" in page.text
+    confirm = client.get("/ui/delete?user_id=alice&session_id=session-2024-pag").text
+    assert f'name="session_id" value="{long_id}"' in confirm  # a deletion takes no prefix
+
+
 def test_a_whole_user_is_deleted_after_confirmation(filled: TestClient) -> None:
     confirm = filled.get("/ui/delete?user_id=bob")
     assert "1 experiences" in confirm.text

@@ -79,6 +79,67 @@ def test_read_only_commands_create_no_data_directory(
     assert f"no memory at {missing}" in capsys.readouterr().err
 
 
+def test_nothing_to_show_exits_1_however_it_comes_about(filled: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # One rule, as grep's: 0 when something is shown, 1 when nothing is, whatever the reason.
+    assert main(["search", "--data-dir", filled, "--user-id", "dev", "IndexError in parse_hunk_header"]) == 0
+    assert main(["search", "--data-dir", filled, "--user-id", "stranger", "anything"]) == 1  # an empty memory
+    assert main(["search", "--data-dir", filled, "--user-id", "stranger", "--json", "anything"]) == 1
+    assert main(["search", "--data-dir", str(tmp_path / "nowhere"), "--user-id", "dev", "q"]) == 1  # none at all
+    assert main(["memories", "--data-dir", filled]) == 0
+    assert main(["delete-user", "--data-dir", filled, "--user-id", "dev"]) == 0
+    assert main(["delete-user", "--data-dir", filled, "--user-id", "dev"]) == 0  # nothing left to delete
+    assert main(["memories", "--data-dir", filled]) == 1  # the directory is there, holding nothing
+    assert main(["search", "--data-dir", filled, "--user-id", "dev", "crash"]) == 1
+    out = capsys.readouterr().out
+    assert '{"data":[]}' in out and "0 memories in" in out and "The memory of dev is empty" in out
+
+
+def _merged_history(path: Path) -> git.Repo:
+    """main: two commits, then a branch of two commits merged with --no-ff."""
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "Dev")
+        cw.set_value("user", "email", "dev@example.com")
+    (path / "pkg").mkdir()
+    for name, message in [("pkg/a.py", "Add a"), ("pkg/b.py", "Add b")]:
+        (path / name).write_text(f"# {message}\n")
+        repo.git.add(name)
+        repo.git.commit("-m", message)
+    repo.git.checkout("-b", "feature")
+    for name, message in [("pkg/c.py", "Add c"), ("pkg/d.py", "Add d")]:
+        (path / name).write_text(f"# {message}\n")
+        repo.git.add(name)
+        repo.git.commit("-m", message)
+    repo.git.checkout("main")
+    repo.git.merge("--no-ff", "feature", "-m", "Merge pull request #1 from dev/feature")
+    return repo
+
+
+def test_ingest_git_counts_changes_and_commits_and_works_from_a_subdirectory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = tmp_path / "repo"
+    _merged_history(repo)
+    monkeypatch.chdir(repo / "pkg")  # inside the work tree, not at its top
+    assert main(["ingest-git", "--data-dir", str(tmp_path / "data"), "."]) == 0
+    out, err = capsys.readouterr()
+    # 3 changes on the first-parent line (a, b, the merge with c and d) of 5 commits.
+    assert out.startswith("Read 3 changes of 5 commits (the first-parent line: 1 merge, each one change "
+                          "with the commits it brought in): 3 added, 0 already stored.")
+    assert f"importing {repo.resolve()} into the memory of repo:{repo.resolve()}" in err
+
+
+def test_ingest_git_outside_a_repository_says_so_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "plain").mkdir()
+    assert main(["ingest-git", "--data-dir", str(tmp_path / "data"), str(tmp_path / "plain")]) == 2
+    assert main(["ingest-git", "--data-dir", str(tmp_path / "data"), str(tmp_path / "missing")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "importing" not in err
+    assert err.splitlines() == [f"codemem: not a git repository (nor inside one): {tmp_path / 'plain'}",
+                                f"codemem: no such directory: {tmp_path / 'missing'}"]
+    assert not (tmp_path / "data").exists()
+
+
 def test_user_id_defaults_to_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     repo = tmp_path / "repo"

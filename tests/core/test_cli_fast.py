@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder, query_encoder_path
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
+from tests.server import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 HIT = {"id": "c_1", "content": "## Task\nFix the flaky cache test\n\n## Outcome\nfixed", "score": 0.5,
@@ -86,6 +88,23 @@ def test_the_command_prints_all_its_answer_and_a_closed_pipe_is_no_traceback(tmp
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("1 result from the memory of dev:") and "edited: tests/test_io.py" in done.stdout
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_server_stopped_cleanly_removes_its_file(tmp_path: Path, stop: signal.Signals) -> None:
+    """uvicorn re-raises SIGTERM after its graceful shutdown: with SIGTERM's default action
+    the process ended there, leaving a file that named a dead process."""
+    server = Server(tmp_path / "data").start(wait_for_model=False)
+    try:
+        assert local_server.running_server(str(tmp_path / "data")) == server.url
+        assert server.proc is not None
+        server.proc.send_signal(stop)
+        status = server.proc.wait(timeout=60)
+    finally:
+        server.kill()
+    assert "Application shutdown complete" in server.log()
+    assert status in (0, -signal.SIGTERM), server.log()[-2000:]  # SIGTERM's status is kept
+    assert not (tmp_path / "data" / local_server.FILE_NAME).exists()
 
 
 def test_a_stale_server_file_is_ignored(tmp_path: Path, fake_server: str) -> None:

@@ -1,6 +1,10 @@
 """An answer fits a reader's window: long items cut, the list bounded by a budget."""
 
+import msgspec
+
 from codemem.clip import clip, clip_middle
+from codemem.memory import Memory
+from codemem.models import AddRequest, Message, SearchRequest
 from codemem.ranking.shape import within_budget
 
 
@@ -25,6 +29,33 @@ def test_clip_keeps_the_head_within_the_limit_and_ends_at_a_whole_word() -> None
     assert clip("a " + "b" * 40, 20, " ...", break_at=" ") == "a " + "b" * 14 + " ..."
     for limit in range(0, 40):
         assert len(clip(words, limit, " ...", break_at=" ")) <= max(limit, len(" ..."))
+
+
+def _answer_tokens(hits: list) -> float:  # type: ignore[type-arg]
+    return sum(len(msgspec.json.encode(h.content)) for h in hits) / 4
+
+
+def test_a_search_given_a_small_budget_stays_within_it(memory: Memory) -> None:
+    """A tool's compact answer (MCP's search_memory): the first experience alone used to
+    carry 60,000 characters of evidence, whatever the budget."""
+    for i, topic in enumerate(["csv export", "csv import", "csv header parsing"]):
+        memory.add(AddRequest(f"r{i}", "u", f"s{i}", [
+            Message("user", f"Fix the slow {topic} in exporter.py", timestamp=1_704_067_200_000),
+            *(Message("assistant", f"Read exporter.py part {j}: " + f"{topic} rows and columns " * 120,
+                      timestamp=1_704_067_200_001 + j) for j in range(12)),
+        ]))
+    req = SearchRequest(user_id="u", query="slow csv export in exporter.py", top_k=3)
+    loud = memory.search_config.replace(quiet_below=0)  # an answer at full size
+
+    def tokens(budget: int | None) -> float:
+        return _answer_tokens(memory.search(req, loud, budget_tokens=budget))
+
+    whole, small = memory.search(req, loud), memory.search(req, loud, budget_tokens=1_500)
+    assert _answer_tokens(whole) > 10_000
+    assert _answer_tokens(small) <= 1_500 and small[0].session_id == whole[0].session_id == "s0"
+    assert "Evidence from this session:" in str(small[0].content)  # cut, not dropped
+    assert 3_000 < tokens(6_000) <= 6_000
+    assert tokens(10**9) == _answer_tokens(whole)  # never above the settings' budget
 
 
 def test_budget_cuts_the_list_but_never_returns_nothing() -> None:

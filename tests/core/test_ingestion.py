@@ -218,11 +218,12 @@ def test_ingest_git_reads_a_merge_as_one_change_and_counts_it(memory: Memory, tm
     main_branch.checkout()
     repo.git.merge("feature", "--no-ff", "-m", "Merge branch feature")
     report = ingest_git(memory, str(tmp_path / "repo"), "dev", progress=False)
-    assert (report.sources, report.merges) == (4, 1)
-    # The newest two changes: the merge and the commit before it.
+    assert (report.sources, report.merges, report.commits) == (4, 1, 5)  # the merge brought "Add notes"
+    # The newest two changes: the merge (with the commit it brought in) and the commit before it.
     code = main(["ingest-git", "--data-dir", str(tmp_path / "d"), "--max-commits", "2", str(tmp_path / "repo")])
     assert code == 0
-    assert "Read 2 commits: 2 added, 0 already stored; 1 merge, each read as one change" in capsys.readouterr().out
+    assert ("Read 2 changes of 3 commits (the first-parent line: 1 merge, each one change with the commits "
+            "it brought in): 2 added, 0 already stored.") in capsys.readouterr().out
 
 
 def test_ingest_git_adds_only_new_commits_and_every_item_names_its_commit(memory: Memory, tmp_path: Path) -> None:

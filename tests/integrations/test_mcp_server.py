@@ -111,6 +111,16 @@ async def _converse(
             await call("ingest_again", "ingest_repository", path=str(history))
             await call("history", "search_memory", query="ZeroDivisionError when dividing by zero",
                        user_id=f"repo:{history.resolve()}")
+            fix = git.Repo(history).commit("HEAD~1").hexsha  # as `codemem search` shows it: 12 characters
+            await call("by_sha", "get_experience", id=f"git:{fix[:12]}", user_id=f"repo:{history.resolve()}")
+            await call("by_short_sha", "get_experience", id=fix[:7], user_id=f"repo:{history.resolve()}")
+            await call("long_chat", "remember", user_id="budget", messages=[
+                {"role": "user", "content": "Speed up the slow csv export in exporter.py"},
+                *({"role": "assistant", "content": f"Read exporter.py part {j}: " + "csv rows and columns " * 120}
+                  for j in range(12)),
+            ])
+            await call("compact", "search_memory", query="slow csv export", user_id="budget")
+            await call("fuller", "search_memory", query="slow csv export", user_id="budget", max_tokens=6000)
     return talk
 
 
@@ -139,6 +149,9 @@ def test_the_server_offers_the_four_tools(talk: Conversation) -> None:
     assert talk.tools["search_memory"].input_schema["required"] == ["query"]
     assert talk.tools["get_experience"].input_schema["required"] == ["id"]
     assert talk.tools["search_memory"].annotations.read_only_hint is True
+    budget = talk.tools["search_memory"].input_schema["properties"]["max_tokens"]
+    assert budget["default"] == 1500 and "tokens" in budget["description"]
+    assert "7 or more characters" in talk.tools["get_experience"].input_schema["properties"]["id"]["description"]
     assert talk.tools["remember"].annotations.idempotent_hint is True
 
 
@@ -202,6 +215,19 @@ def test_ingest_repository_imports_history_once_into_that_repositorys_memory(tal
     first = talk.text("history").split("</experience>")[0]
     assert f"from the memory of {user}" in talk.text("history")
     assert "Fix ZeroDivisionError in divide" in first
+
+
+def test_get_experience_takes_the_sha_as_people_are_shown_it(talk: Conversation) -> None:
+    for key in ("by_sha", "by_short_sha"):
+        assert not talk.answers[key].is_error, talk.text(key)
+        assert talk.text(key).startswith("Experience git:") and "Fix ZeroDivisionError in divide" in talk.text(key)
+
+
+def test_search_answers_compactly_unless_asked_for_more(talk: Conversation) -> None:
+    compact, fuller = talk.text("compact"), talk.text("fuller")
+    assert not talk.answers["fuller"].is_error, fuller
+    assert "csv rows and columns" in compact.split("</experience>")[0]  # evidence, cut to fit
+    assert len(compact) / 4 <= 1500 < len(fuller) / 4 <= 6000
 
 
 async def _over_http(url: str) -> tuple[set[str], CallToolResult]:
