@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 import textwrap
-from datetime import UTC, datetime
 
+from codemem import times
 from codemem.experience.building.render import card_sections
 from codemem.models import Hit, TextPart
 
@@ -46,9 +46,18 @@ def _commit_lines(hit: Hit, card: str, sha: str) -> list[str]:
     subject = _subject(card)
     files = [str(f) for f in _list(meta.get("edited_files"))]
     numbers = list(dict.fromkeys(_NUMBER.findall(card.split("\nDiff:", 1)[0].split("```diff", 1)[0])))
+    # The import's metadata names the author and date of every change, merges included; the
+    # card's "Commit X by Y on" line is read for cards stored without them.
+    author = str(meta.get("author") or (found["author"] if found else ""))
+    date = str(meta.get("date") or (found["date"] if found else "")) or None
+    merge = "merge" if len(_list(meta.get("commits"))) > 1 else "commit"
     lines = [f"{subject}",
-             f"commit {sha[:12]}  {_when(hit, found['date'] if found else None)}"
-             + (f"  by {found['author']}" if found else "") + f"  score {hit.score:.3f}"]
+             f"{merge} {sha[:12]}  {_when(hit, date)}" + (f"  by {author}" if author else "")
+             + f"  score {hit.score:.3f}"]
+    matched = [m for m in _list(meta.get("matched_commits")) if isinstance(m, dict)]
+    if matched:  # the commits inside a merge that the query matched (codemem/ranking/merged.py)
+        lines.append("matched in this merge:")
+        lines.extend(f"  {str(m.get('sha', ''))[:7]} {m.get('subject', '')}" for m in matched)
     if files:
         lines.append("files: " + _joined(files))
     if numbers:
@@ -75,6 +84,8 @@ def _session_lines(hit: Hit, card: str) -> list[str]:
         lines.append("edited: " + _joined([str(f) for f in files]))
     if symbols := _list(meta.get("edited_symbols")):
         lines.append("symbols: " + _joined([str(s) for s in symbols]))
+    if mentioned := _list(meta.get("mentioned_files")):  # named in its messages, no edit seen
+        lines.append("mentioned: " + _joined([str(f) for f in mentioned]))
     if tests := sections.get("Tests"):
         lines.append("tests: " + _first_line(tests))
     return lines
@@ -93,11 +104,12 @@ def _when(hit: Hit, fallback_date: str | None = None) -> str:
     """The experience's own time (its card's timestamp), else the date its text names, else
     when it was stored, said so."""
     stamp = hit.metadata.get("timestamp")
-    if isinstance(stamp, int | float) and stamp > 0:
-        return datetime.fromtimestamp(stamp / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if times.representable(stamp):
+        return times.minute(stamp)
     if fallback_date:
         return fallback_date
-    return f"stored {hit.created_at[:16].replace('T', ' ')} UTC"
+    stored = str(hit.metadata.get("stored_at") or hit.created_at)
+    return f"stored {stored[:16].replace('T', ' ')} UTC"
 
 
 def _sections(card: str) -> dict[str, str]:

@@ -14,11 +14,11 @@ import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
+from codemem import times
 from codemem.clip import clip_middle
 from codemem.experience.building.render import short_card
 from codemem.models import ContentPart, Hit
@@ -219,12 +219,14 @@ def _item_hit(row: Row, score: float, max_chars: int) -> Hit:
         content, omitted = clip_middle(str(row["text"]), max_chars)
         if omitted:
             meta["omitted_chars"] = omitted
-    created = datetime.fromtimestamp(int(row["created_at"]) / 1000, UTC).isoformat(timespec="milliseconds")
+    # The item's own time (the commit's, the message's, the session's latest message's);
+    # when it was stored is kept beside it (`codemem/times.py`).
+    meta["stored_at"] = times.iso(int(row["created_at"]))
     return Hit(
         id=str(row["id"]),
         content=content,
         score=round(score, 6),
-        created_at=created.replace("+00:00", "Z"),
+        created_at=times.iso(times.source_ms(row)),
         session_id=str(row["session_id"]),
         metadata=meta,
     )

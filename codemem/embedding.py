@@ -42,6 +42,10 @@ class Embedder(Protocol):
         """Load everything a long-lived process wants ready before its first request."""
         ...
 
+    def ready(self) -> bool:
+        """Whether texts can be embedded now, without waiting for the model to load."""
+        ...
+
     def warm_queries(self) -> bool:
         """Make queries fast without loading the model where that can be had (a cached query
         encoder); whether it could."""
@@ -138,6 +142,22 @@ class MiniLMEmbedder:
             if encoder is not None:
                 encoder.save(query_encoder_path())
             _ONNX[MINILM_NAME] = encoder
+
+    def ready(self) -> bool:
+        """The model is loaded, or the checked query encoder is in (a cached one is taken up
+        here unless an export holds it: never waited for). An Add whose card cannot be
+        embedded now stores it without a vector, embedded when its session goes quiet:
+        a write must not wait for a model load that Searches can starve of the GIL."""
+        if MINILM_NAME in _MODELS or (self.onnx_queries and _ONNX.get(MINILM_NAME) is not None):
+            return True
+        if not self.onnx_queries or not _EXPORT_LOCK.acquire(blocking=False):
+            return False
+        try:
+            if _ONNX.get(MINILM_NAME) is None and (cached := self._cached_encoder()) is not None:
+                _ONNX[MINILM_NAME] = cached
+            return _ONNX.get(MINILM_NAME) is not None
+        finally:
+            _EXPORT_LOCK.release()
 
     def warm_queries(self) -> bool:
         """The cached query encoder, loaded without torch; False where none is cached (a

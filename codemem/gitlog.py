@@ -668,6 +668,7 @@ def commit_to_experience(commit: CommitRecord, max_card_chars: int = 4000) -> Ex
         final_diff=final_diff,
         errors=errors,
         tests_changed=facts.tests,
+        merged=[(sha, _subject(message)) for sha, message in commit.branch],
     )
     card = msgspec.structs.replace(card, text=render_card(card, max_card_chars))
     steps = [
@@ -684,7 +685,7 @@ def commit_to_experience(commit: CommitRecord, max_card_chars: int = 4000) -> Ex
     if facts.closes:
         metadata["closes"] = facts.closes
     issues = [f"#{n}" for n in (*facts.closes, *facts.mentions, *([facts.pr] if facts.pr else []))]
-    extra = [*issues, *(t for e in facts.error_strings for t in parsers.exact_terms(e))]
+    extra = [*issues, *(t for e in (*facts.error_strings, *facts.warning_strings) for t in parsers.exact_terms(e))]
     terms = list(dict.fromkeys([*refs.terms(), *(t.lower() for t in extra)]))
     return Experience(card=card, steps=steps, terms=terms, metadata=metadata)
 

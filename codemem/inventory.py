@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from codemem import times
 from codemem.store.lance import Store
 from codemem.store.schema import RESULT_COLUMNS, key_of
 
@@ -41,7 +42,12 @@ class StoredItem(msgspec.Struct, frozen=True):
     content: str  # JSON of non-text parts (images), "" for plain text
     metadata: dict[str, Any]
     created_at: int  # Unix ms when stored
-    timestamp: int | None  # the message's own time, Unix ms
+    timestamp: int | None  # the source's own time, Unix ms (a card's: its latest message's, a commit's date)
+
+    @property
+    def at(self) -> int:
+        """When its source happened where known, else when it was stored (`codemem/times.py`)."""
+        return times.source_ms({"timestamp": self.timestamp, "created_at": self.created_at})
 
 
 class ExperienceRecord(msgspec.Struct, frozen=True):
@@ -99,9 +105,11 @@ class Inventory:
 
 
 def cards_of(store: Store, user_id: str) -> list[StoredItem]:
-    """Every experience card of one user, most recently written first."""
+    """Every experience card of one user, newest first by its source's time (a commit's
+    date, a session's latest message), not by when it was stored: an imported history is
+    stored in one minute."""
     rows = [r for r in store.user_rows(key_of(user_id), "card") if r["user_id"] == user_id]
-    return sorted((_item(r) for r in rows), key=lambda c: (-c.created_at, c.session_id))
+    return sorted((_item(r) for r in rows), key=lambda c: (-c.at, c.session_id))
 
 
 def experience_record(store: Store, user_id: str, session_id: str, with_messages: bool) -> ExperienceRecord | None:

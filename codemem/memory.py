@@ -29,13 +29,14 @@ from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.ranking.assemble import FoundExperience, group_by_session
 from codemem.ranking.card_indexes import CardIndexes
 from codemem.ranking.locations import LocationIndex, ticket_refs
+from codemem.ranking.merged import name_matched_commits
 from codemem.ranking.query import Query, parse_query
 from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.releases import ReleaseIndex
 from codemem.ranking.relevance import SessionSignals, explain, runner_up, session_ranks
 from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
-from codemem.ranking.strategy import rank_sessions
+from codemem.ranking.strategy import rank_sessions, reasons
 from codemem.ranking.subjects import SubjectIndex
 from codemem.ranking.types import Candidate
 from codemem.refresher import SessionRefresher
@@ -51,6 +52,8 @@ _ENCODER = msgspec.json.Encoder()
 T = TypeVar("T")
 # top_k may be any positive integer (10**30 included); the retrievers need a bound.
 MAX_CANDIDATES = 10_000
+# The first experiences of an answer whose metadata names the features that carried them.
+EXPLAINED = 10
 
 
 class Memory:
@@ -248,7 +251,8 @@ class Memory:
         if not sessions.rebuild_due(before.messages + len(req.messages), before.built):
             self._histories.forget(base.session_key)
             return None
-        derived = self._rebuild(base, before, req.messages, defer_untasked=True)
+        # A card is not embedded while the model is still loading (`Embedder.ready`).
+        derived = self._rebuild(base, before, req.messages, defer_untasked=True, defer_vectors=not self.embedder.ready())
         if derived.vector_deferred:  # its card's vector catches up when the session goes quiet
             self.refresher.mark(req.user_id, req.session_id)
         else:  # built from every message, its vector current: no refresh is owed
@@ -256,11 +260,11 @@ class Memory:
         return derived
 
     def _rebuild(self, base: Row, before: sessions.SessionState, new_messages: list[Message],
-                 defer_untasked: bool = False) -> sessions.Derived:
+                 defer_untasked: bool = False, defer_vectors: bool = False) -> sessions.Derived:
         history = self._histories.messages(self.store, base.user_key, base.session_key, before.messages)
         derived = sessions.rebuild(
             self.embedder, self.settings.embed_max_tokens, base, before.derived, history, new_messages,
-            self.settings.embed_steps, defer_untasked,
+            self.settings.embed_steps, defer_untasked, defer_vectors,
         )
         # Cached before the write: if the write fails, the store holds fewer messages than
         # this entry, and the next rebuild reads them back instead.
@@ -350,8 +354,8 @@ class Memory:
             raise InvalidInput(f"the token budget must be at least 1, not {budget_tokens}")
         shape = self._shape(config, budget_tokens)
         text = req.text
-        if not text.strip():
-            return []
+        if not text.strip() or not self.store.holds_user(key_of(req.user_id)):
+            return []  # a memory that does not exist yet: no model, no pool, no lock
         signals, items = self.signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES))
         scores = rank_sessions(signals, config)
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
@@ -359,6 +363,8 @@ class Memory:
             groups = self._rerank(text, groups[: config.rerank_depth]) + groups[config.rerank_depth:]
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
+        for key, carried in reasons(signals, config, [g.session_key for g in groups[:EXPLAINED]]).items():
+            why[key]["features"] = carried
         quiet = config.quiet_below > 0 and all(why[g.session_key]["relevance"] < config.quiet_below  # type: ignore[operator]
                                                for g in groups)
         hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why, quiet=quiet)
@@ -367,7 +373,7 @@ class Memory:
             # conversation: an answer whose best experience is one is never quiet. Known
             # once its card is read, so only such answers are built twice.
             hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why)
-        return hits
+        return name_matched_commits(hits, text)
 
     def signals(self, user_id: str, text: str, config: SearchConfig, limit: int) -> tuple[SessionSignals, list[Candidate]]:
         """What each retriever and the code-location index say about this user's sessions
@@ -490,7 +496,9 @@ class Memory:
                 self._forget_indexes(key_of(user_id))
 
     def purge(self, older_than: timedelta) -> int:
-        """Remove every memory stored more than `older_than` ago, for all users."""
+        """Remove every memory stored more than `older_than` ago, for all users: by when it
+        was stored (`created_at`), not by its source's time (`codemem/times.py`), so that
+        data is kept for as long as it has been held here, a 2019 commit imported today too."""
         cutoff = int((datetime.now(UTC) - older_than).timestamp() * 1000)
         self._histories.clear()
         try:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 import numpy as np
 
+from codemem import times
 from codemem.embedding import Embedder
 from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import ContentPart, Message
@@ -274,9 +276,13 @@ def experience_rows(
     embed_steps: bool,
     vectors: dict[str, np.ndarray] | None = None,
     defer_untasked: bool = False,
+    message_times: Sequence[int | None] = (),
+    defer_vectors: bool = False,
 ) -> Derived:
-    """Rows for the card and steps of one session; `base` carries the ids and timestamps,
-    `stored` the session's derived rows before (their vectors are reused where unchanged).
+    """Rows for the card and steps of one session; `base` carries the ids and timestamps
+    (the card's source time is `base.timestamp`), `stored` the session's derived rows before
+    (their vectors are reused where unchanged). A step whose message has a time in
+    `message_times` (by position) is dated at it, any other at the card's time.
 
     With `embed_steps` off only the card gets a vector and steps stay BM25- and
     reference-indexed: embedding every step would be most of an Add's cost. `vectors`
@@ -286,7 +292,9 @@ def experience_rows(
     embeds its whole text, which every Add changes; with `defer_untasked` it keeps its stored
     vector instead (`Derived.vector_deferred`), so such a session costs one embedding when it
     goes quiet rather than one per Add (a model pass over 256 tokens, ~90 ms of CPU on a
-    2-core machine, ran on every such Add; issue 18)."""
+    2-core machine, ran on every such Add; issue 18). With `defer_vectors` (the model is not
+    loaded yet) nothing is embedded: the card keeps its stored vector, or has none, and the
+    session's quiet-time refresh embeds it."""
     card = experience.card
     conversation = bool(experience.metadata.get(CONVERSATION))
     # A conversation's card carries no coding fields: they would only say "none".
@@ -296,6 +304,10 @@ def experience_rows(
         "tests_passed": card.tests_passed,
         "errors": card.errors[:10],
     }
+    if card.mentioned_files:
+        coding["mentioned_files"] = card.mentioned_files
+    if card.merged:  # a merge's commits, for naming the ones a Search matched (`ranking/merged.py`)
+        coding["merged"] = card.merged
     card_meta = {
         **coding,
         "outcome": card.outcome,
@@ -313,16 +325,24 @@ def experience_rows(
         meta = {"step": step.kind, "files": step.files, "symbols": step.symbols, "errors": step.errors[:5],
                 **experience.metadata}
         refs = dict.fromkeys([*(t.lower() for t in (*step.files, *step.symbols)), *exact_terms(step.text)])
+        at = message_times[step.position] if 0 <= step.position < len(message_times) else None
         rows.append(
             msgspec.structs.replace(
                 base, id="st_" + key_of(base.session_key, str(i), step.kind)[:24], kind="step",
                 position=step.position, role="assistant", text=step.text, refs=" ".join(refs),
-                metadata=_ENCODER.encode(meta).decode(),
+                metadata=_ENCODER.encode(meta).decode(), timestamp=base.timestamp if at is None else at,
             )
         )
     # The card's vector reads the task alone: a later task is compared with earlier tasks,
     # and the task does not change as the session's chunks arrive, so it is embedded once.
     texts = [card.task or card.text] + ([st.text for st in experience.steps] if embed_steps else [])
+    if defer_vectors:
+        if (kept := _stored_card(stored)) is not None:
+            rows[0].vector = np.asarray(kept["vector"], dtype=np.float32)
+            rows[0].metadata = _ENCODER.encode(card_meta | {"vec": _vec_key(kept)}).decode()
+        stale = [str(r["id"]) for r in stored if r["id"] not in {r.id for r in rows}]
+        return Derived(rows=rows[:1] + _changed(rows[1:], stored), stale_ids=stale, replaces=bool(stored),
+                       conversation=conversation, vector_deferred=True)
     kept = _stored_card(stored) if defer_untasked and not card.task else None
     if kept is not None and embedder.fingerprints(texts[:1], max_tokens)[0] == _vec_key(kept):
         kept = None  # the model's input did not change: its vector is reused below, none is owed
@@ -390,6 +410,7 @@ def rebuild(
     new_messages: list[Message],
     embed_steps: bool,
     defer_untasked: bool = False,
+    defer_vectors: bool = False,
 ) -> Derived:
     """The session's card and step rows after `new_messages` join its `history`."""
     # Imported here: building an experience parses trajectories, which a search never does.
@@ -397,5 +418,8 @@ def rebuild(
 
     messages = history + new_messages
     experience = build_experience(messages)
+    stamps = [m.timestamp for m in messages]
+    # The experience is as recent as its latest message (`codemem/times.py`).
+    base = msgspec.structs.replace(base, timestamp=times.latest(stamps))
     return experience_rows(experience, base, stored, embedder, max_tokens, len(messages), embed_steps,
-                           defer_untasked=defer_untasked)
+                           defer_untasked=defer_untasked, message_times=stamps, defer_vectors=defer_vectors)

@@ -8,9 +8,9 @@ answer's size is bounded where it is built, by the token budget).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from html import escape
 
+from codemem import times
 from codemem.models import Hit, TextPart
 
 
@@ -47,13 +47,24 @@ def _block(hit: Hit, rank: int | None = None) -> str:
     if rank is not None:
         attrs["score"] = f"{hit.score:.4f}"
     stamp = hit.metadata.get("timestamp")
-    if isinstance(stamp, int) and stamp > 0:  # the experience's own time: the commit's, the session's
-        attrs["at"] = datetime.fromtimestamp(stamp / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    attrs["stored"] = hit.created_at
+    if times.representable(stamp):  # the experience's own time: the commit's, the session's
+        attrs["at"] = times.iso(stamp)[:19] + "Z"
+    attrs["stored"] = hit.metadata.get("stored_at") or hit.created_at
     if omitted := hit.metadata.get("omitted_chars"):
         attrs["omitted_chars"] = omitted
     opening = " ".join([tag, *(f'{k}="{escape(str(v))}"' for k, v in attrs.items() if v is not None)])
-    return f"<{opening}>\n{content_text(hit).strip()}\n</{tag}>"
+    return f"<{opening}>\n{_matched(hit)}{content_text(hit).strip()}\n</{tag}>"
+
+
+def _matched(hit: Hit) -> str:
+    """The commits inside a merge that the query matched (`codemem/ranking/merged.py`), first:
+    a merge's own subject rarely says why it was found."""
+    value = hit.metadata.get("matched_commits")
+    matched = [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+    if not matched:
+        return ""
+    listed = "\n".join(f"- {str(m.get('sha', ''))[:7]} {m.get('subject', '')}" for m in matched)
+    return f"Commits of this merge that match the query:\n{listed}\n\n"
 
 
 def content_text(hit: Hit) -> str:

@@ -41,6 +41,10 @@ class ExperienceCard(msgspec.Struct, frozen=True):
     tests_changed: list[str] = []  # test files and test names the change added or edited
     changed_since: str = ""  # a later change to the same code: "<sha> <date> <subject>"
     errors: list[str] = []
+    # Files the session's messages name that it neither edited nor read ("Fixed in x.py").
+    mentioned_files: list[str] = []
+    # A merge's branch: the commits it brought in, (sha, subject), newest first.
+    merged: list[tuple[str, str]] = []
     final_diff: str = ""  # trimmed
     text: str = ""  # the bounded rendering of all of the above, a few thousand characters
 

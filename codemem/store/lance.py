@@ -81,6 +81,7 @@ class Store:
         self.claims = RequestClaims(uri) if uri.startswith("s3://") else None
         # Held by whoever commits (the writer, the compactor when it must), in every process.
         self.write_lock = self.locks.write
+        self._users = _UserPresence()
         with self.write_lock:  # workers starting together: one creates the table and indexes
             self.table = self._open_or_create(model, dim)
         self._fresh()  # up to the commits counted meanwhile (its own creation's among them)
@@ -196,7 +197,10 @@ class Store:
     def delete(self, where: str) -> int:
         before = self.count(where)
         if before:
-            self._commit(lambda: self.table.delete(where))
+            try:
+                self._commit(lambda: self.table.delete(where))
+            finally:
+                self._users.clear()
         return before
 
     def delete_user(self, user_key: str) -> int:
@@ -238,6 +242,18 @@ class Store:
     def _run(query: AsyncQueryBase) -> list[dict[str, Any]]:
         """The query's rows, run on LanceDB's background event loop in one hop."""
         return cast(list[dict[str, Any]], LOOP.run(query.to_list()))
+
+    def holds_user(self, user_key: str) -> bool:
+        """Whether the user has any row. A user seen holding rows is not looked up again
+        (until this process deletes rows); one seen holding none is looked up again only
+        after a commit (any process's, by the shared commit count), so a Search of a memory
+        that does not exist yet costs a read of 8 bytes and takes no lock."""
+        generation = self.locks.commits.generation()
+        known = self._users.get(user_key, generation)
+        if known is None:
+            known = self.exists(user_scope(user_key))
+            self._users.put(user_key, known, generation)
+        return known
 
     def has_kind(self, user_key: str, kind: str) -> bool:
         """Whether the user has a row of this kind (one of ours, e.g. "registration")."""
@@ -388,6 +404,39 @@ class Store:
     def version(self) -> int:
         self._fresh()
         return int(self.table.version)
+
+
+class _UserPresence:
+    """Which users hold rows, as `Store.holds_user` last found: a present user stays
+    present until this process deletes rows (`clear`; another process's delete only costs
+    its Searches their work), an absent one stays absent while no commit was counted since
+    (`generation`; on object storage, with no shared count, never). Bounded: past
+    `max_absent` absent entries they are dropped together."""
+
+    def __init__(self, max_absent: int = 4096) -> None:
+        self._present: set[str] = set()
+        self._absent: dict[str, int] = {}  # user_key -> the commit count it was absent at
+        self._max_absent = max_absent
+
+    def get(self, user_key: str, generation: int | None) -> bool | None:
+        if user_key in self._present:
+            return True
+        if generation is not None and self._absent.get(user_key) == generation:
+            return False
+        return None
+
+    def put(self, user_key: str, present: bool, generation: int | None) -> None:
+        if present:
+            self._present.add(user_key)
+            self._absent.pop(user_key, None)
+        elif generation is not None:
+            if len(self._absent) >= self._max_absent:
+                self._absent.clear()  # one step, safe beside other threads' reads
+            self._absent[user_key] = generation
+
+    def clear(self) -> None:
+        self._present.clear()
+        self._absent.clear()
 
 
 def user_scope(user_key: str) -> str:

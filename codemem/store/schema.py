@@ -40,8 +40,11 @@ class Row(msgspec.Struct):
     refs: str  # space-separated code-reference keys (files, symbols, errors) for exact matching
     content: str  # JSON of the original content parts when they are not plain text, else ""
     metadata: str  # JSON object
-    created_at: int  # Unix ms when stored
-    timestamp: int | None  # the message's own timestamp, Unix ms
+    created_at: int  # Unix ms when stored (what purging goes by)
+    # The source's own time, Unix ms (what people and rankings see, `codemem/times.py`): a
+    # message's timestamp as sent; a card's, its session's latest message's (a commit's date);
+    # a step's, its message's. None: the source gave none.
+    timestamp: int | None
     vector: np.ndarray | None = None  # float32, unit-normalised; None = not embedded
 
 

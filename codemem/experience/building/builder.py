@@ -32,6 +32,7 @@ ROOT_CAUSES = 3
 MAX_COMMANDS = 30
 MAX_ERRORS = 10
 MAX_READ_FILES = 30
+MAX_MENTIONED = 10
 MAX_FINAL_DIFF = 8000
 CONVERSATION_OUTCOME = "a conversation: no code read, edited or run"
 _TRIVIAL_COMMANDS = frozenset(
@@ -138,11 +139,13 @@ class _Edits:
 
 
 def _outcome(
-    files: list[str], facts: SessionFacts, passed: bool | None, summary: str, has_tests: bool
+    files: list[str], facts: SessionFacts, passed: bool | None, summary: str, has_tests: bool,
+    mentioned: list[str],
 ) -> str:
     if files:
-        shown = ", ".join(files[:4]) + (f" (+{len(files) - 4} more)" if len(files) > 4 else "")
-        parts = [f"Edited {shown}"]
+        parts = [f"Edited {_few(files)}"]
+    elif mentioned:  # told, not seen: "Fixed in x.py" without the edit in the messages
+        parts = [f"No file edits kept; names {_few(mentioned)}"]
     else:
         parts = ["No file edits kept"]
     if facts.final_patch:
@@ -164,6 +167,28 @@ def _outcome(
     else:
         parts.append("test outcome unclear" if has_tests else "no tests run")
     return "; ".join(parts)
+
+
+def _few(files: list[str]) -> str:
+    return ", ".join(files[:4]) + (f" (+{len(files) - 4} more)" if len(files) > 4 else "")
+
+
+def _mentioned(facts: SessionFacts, read: list[str]) -> list[str]:
+    """The files the task and the agent's prose name that it did not read, as repository
+    paths, in the order first named (a bare name of a file read is that file). Asked only of
+    a session with no edit kept: one that says "Fixed in x.py" without a recorded edit still
+    tells where the fix is, where a session with edits has its files said already."""
+    out: list[str] = []
+    for _, text in facts.prose:
+        for raw in parsers.extract_text_refs(text).files:
+            path = facts.mapper.relative(raw)
+            known = [*read, *out]
+            if path and path not in known and not any(k.endswith("/" + path) for k in known) \
+                    and not is_scratch_name(path):
+                out.append(path)
+        if len(out) >= MAX_MENTIONED:
+            break
+    return out[:MAX_MENTIONED]
 
 
 def _terms(task: str, files: list[str], symbols: list[str], errors: list[str]) -> list[str]:
@@ -222,6 +247,7 @@ def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> E
             continue
         if mapper.under_root(raw) or not raw.startswith(("/", "./", "../", "~")):
             read_files.append(path)
+    mentioned = [] if files else _mentioned(facts, read_files)
     commands = list(
         dict.fromkeys(c for c in (_command_line(cmd) for _, cmd in facts.commands) if c)
     )
@@ -239,11 +265,13 @@ def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> E
             last.passed if last else None,
             last.summary if last else "",
             bool(facts.tests),
+            mentioned,
         ),
         root_cause=[e.text for e in reasoning.pick(facts.excerpts, ROOT_CAUSES)],
         edited_files=files,
         edited_symbols=symbols,
         read_files=read_files[:MAX_READ_FILES],
+        mentioned_files=mentioned,
         commands=commands[-MAX_COMMANDS:],
         tests_passed=last.passed if last else None,
         errors=errors,

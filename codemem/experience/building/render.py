@@ -70,6 +70,8 @@ def render_card(
     head.append(f"## Tests\n{_clip(_tests_line(card, last_test), 500)}")
     if card.read_files:
         tail.append(f"## Also read\n{_joined(card.read_files, 400)}")
+    if card.mentioned_files:
+        tail.append(f"## Mentioned\nfiles: {_joined(card.mentioned_files, 400)}")
     body = "\n\n".join(head + tail)
     task_budget = max(int(max_chars * _TASK_SHARE), 200)
     task = f"## Task\n{_clip(card.task, task_budget)}"

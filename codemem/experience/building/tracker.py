@@ -103,6 +103,9 @@ class SessionFacts:
     final_patch: str = ""
     final_patch_position: int = -1
     excerpts: list[reasoning.Excerpt] = field(default_factory=list)
+    # (position, text) of the task and of the agent's own prose: where a session names files
+    # it may not have touched ("Fixed in x.py").
+    prose: list[tuple[int, str]] = field(default_factory=list)
     views: dict[str, FileView] = field(default_factory=dict)
     mapper: PathMapper = field(default_factory=PathMapper)
     # Each edited file's lines as seen before its first edit, and the files some edit of
@@ -146,10 +149,12 @@ class Tracker:
             elif role == "user" and isinstance(event, TextEvent):
                 if not self.facts.task:
                     self.facts.task = event.text
-                else:
+                    self.facts.prose.append((position, event.text))
+                else:  # a user turn after the task: a harness's tool output, not prose
                     self._observe(position, "", event.text, False)
             else:
                 self.facts.excerpts.extend(reasoning.excerpts(position, event.text))
+                self.facts.prose.append((position, event.text))
 
     def finish(self) -> SessionFacts:
         for pending in self._pending:
