@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 from markupsafe import Markup
@@ -17,7 +16,9 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
+from codemem import times
 from codemem.experience.building import render
+from codemem.experience.types import CONVERSATION
 
 _FORMATTER = HtmlFormatter(cssclass="highlight")
 _LEXER = DiffLexer()
@@ -72,9 +73,68 @@ def test_outcome(text: str) -> str:
 
 
 def when(ms: int | None) -> str:
-    if ms is None:
+    """Unix ms as a date and time ("" for none, or one past what a date can hold)."""
+    if not times.representable(ms):
         return ""
-    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return times.iso(ms)[:19].replace("T", " ") + " UTC"
+
+
+def when_iso(iso: str) -> str:
+    """A Search item's `created_at` (ISO 8601, UTC) as `when` writes a time."""
+    return iso[:19].replace("T", " ") + " UTC" if iso else ""
+
+
+def count(n: object) -> str:
+    """A count with thousands separators (13,813); anything else as it is."""
+    return f"{n:,}" if isinstance(n, int) and not isinstance(n, bool) else str(n)
+
+
+def kind_of(metadata: dict[str, Any]) -> str:
+    """What an experience is, by its metadata: "merge" (a merged branch, its commits inside),
+    "commit", "conversation" or "session" (an agent's session)."""
+    if "commit" in metadata:
+        commits = metadata.get("commits")
+        return "merge" if isinstance(commits, list) and len(commits) > 1 else "commit"
+    return "conversation" if metadata.get(CONVERSATION) else "session"
+
+
+def step_place(kind: str, position: int) -> str:
+    """Where in its experience a step comes from: a commit's steps are its diff's files, a
+    session's its messages."""
+    if kind in ("commit", "merge"):
+        return f"the {kind}'s diff"
+    return f"message {position}"
+
+
+def headline(text: str, metadata: dict[str, Any]) -> str:
+    """What an experience is about, in one line: a commit's subject (a merged pull request's
+    title), else its task's headline, else the card's first line."""
+    subject = metadata.get("subject")
+    if isinstance(subject, str) and subject.strip():
+        return subject.strip()
+    task = card_section(text, "Task") or card_section(text, "Opening")
+    line = render.headline(task) if task else ""
+    return line or next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("## ")), "")
+
+
+def byline(metadata: dict[str, Any], session_id: str) -> list[str]:
+    """The small line under a headline: a commit's short sha, author and size (the date is
+    written beside it), a session's id and outcome."""
+    kind = kind_of(metadata)
+    outcome = str(metadata.get("outcome") or "")
+    if kind in ("commit", "merge"):
+        sha = str(metadata.get("commit", ""))[:10]
+        size = outcome.split(": ", 1)[1] if ": " in outcome else ""
+        return [p for p in (f"{kind} {sha}", f"by {metadata['author']}" if metadata.get("author") else "", size) if p]
+    return [p for p in (f"{kind} {session_id}", outcome) if p]
+
+
+def matched_commits(metadata: dict[str, Any]) -> list[tuple[str, str]]:
+    """The commits inside a merge that the query matched (`codemem/ranking/merged.py`)."""
+    found = metadata.get("matched_commits")
+    if not isinstance(found, list):
+        return []
+    return [(str(m.get("sha", ""))[:7], str(m.get("subject", ""))) for m in found if isinstance(m, dict)]
 
 
 def size(n: int) -> str:
@@ -91,8 +151,9 @@ def as_json(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-FILTERS = {"highlight_diff": highlight_diff, "when": when, "size": size, "as_json": as_json,
-           "unfence": unfence, "test_outcome": test_outcome}
+FILTERS = {"highlight_diff": highlight_diff, "when": when, "when_iso": when_iso, "count": count, "size": size,
+           "as_json": as_json, "unfence": unfence, "test_outcome": test_outcome}
 GLOBALS = {"card_sections": card_sections, "card_section": card_section, "stale_notes": stale_notes,
-           "evidence_of": evidence_of, "split_edit": split_edit,
+           "evidence_of": evidence_of, "split_edit": split_edit, "kind_of": kind_of, "step_place": step_place,
+           "headline": headline, "byline": byline, "matched_commits": matched_commits,
            "FINAL_DIFF": FINAL_DIFF}
