@@ -19,6 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from litestar.testing import TestClient
 
+from codemem.memory import Memory
+from codemem.store.lance import user_scope
+from codemem.store.schema import key_of
 from tests.conftest import add_body
 
 # FUZZ_EXAMPLES=2000 for a longer hunt; CI runs the default.
@@ -79,11 +82,31 @@ def test_valid_body_with_one_field_replaced(client: TestClient, target: tuple[st
 
 @FUZZ
 @given(text=hostile_text, ident=hostile_text)
-def test_hostile_strings_are_stored_or_refused(client: TestClient, text: str, ident: str) -> None:
+def test_hostile_strings_are_stored_or_refused(client: TestClient, memory: Memory, text: str, ident: str) -> None:
+    """An Add of hostile strings is either stored whole, and then its message comes back from
+    a Search, or refused with a 4xx that left nothing of it in the memory; never half of each."""
     raw = json.dumps({"request_id": ident, "user_id": ident, "session_id": ident,
                       "messages": [{"role": "user", "content": text}]})
-    check(client.post("/add", content=raw))
-    check(client.post("/search", content=json.dumps({"user_id": ident, "query": text, "top_k": 3})))
+    added = client.post("/add", content=raw)
+    check(added)
+    try:
+        # Looked up by the user's key, which any string has, so a refused id can be too.
+        scope = user_scope(key_of(ident))
+        rows, messages = memory.store.count(scope), memory.store.count(f"{scope} AND kind = 'message'")
+        searched = client.post("/search", content=json.dumps({"user_id": ident, "query": text, "top_k": 3}))
+        check(searched)
+        if added.status_code == 200:
+            assert messages == 1, messages
+            assert searched.status_code == 200, searched.text[:300]
+            # Long texts come back cut (head and tail kept): the head is always shown.
+            shown = [hit["content"] for hit in searched.json()["data"] if isinstance(hit["content"], str)]
+            assert any(text[:40] in content for content in shown), (text[:80], [c[:200] for c in shown])
+        else:
+            assert rows == 0, f"a refused Add ({added.status_code}) left {rows} rows behind"
+            assert searched.status_code >= 400 or searched.json()["data"] == []
+    finally:
+        if added.status_code == 200:  # each example starts from an empty memory of its user
+            memory.delete_user(ident)
 
 
 @pytest.mark.parametrize("raw", [

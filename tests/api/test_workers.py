@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,6 +19,7 @@ from tests.server import Server
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("workers")
     server = Server(root / "data", args=("--workers", "2"), log_path=root / "server.log").start(timeout=180)
+    wait_until_ready(server, workers=2, timeout=180)
     yield server
     assert server.stop() == 0
 
@@ -37,25 +40,61 @@ def search(url: str, query: str) -> list[dict]:
     return r.json()["data"]
 
 
-def access_pids(server: Server, route: str) -> set[int]:
+def access_entries(server: Server, route: str) -> list[dict]:
     entries = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
-    return {e["pid"] for e in entries if e.get("logger") == "codemem.access" and e.get("route") == route}
+    return [e for e in entries if e.get("logger") == "codemem.access" and e.get("route") == route]
+
+
+def access_pids(server: Server, route: str) -> set[int]:
+    return {e["pid"] for e in access_entries(server, route)}
+
+
+def wait_until_ready(server: Server, workers: int, timeout: float) -> set[int]:
+    """Wait until `workers` workers have each answered /health with their model loaded, and
+    return their pids. `Server.start` returns once one worker has: on a loaded machine the
+    other can take a minute more (its model loading, or uvicorn's supervisor starting it
+    again after it missed a 5 s health ping), and meanwhile the kernel hands it few
+    connections. Each probe is told apart by its access-log line, written once it is
+    answered; probes go one at a time, so the newest /health line is the probe's."""
+    deadline = time.monotonic() + timeout
+    ready: set[int] = set()
+    seen = len(access_entries(server, "/health"))
+    while len(ready) < workers:
+        assert time.monotonic() < deadline, f"workers with the model loaded: {ready}"
+        time.sleep(0.2)  # also lets the line of the request before land
+        seen = max(seen, len(access_entries(server, "/health")))
+        loaded = httpx.get(server.url + "/health", timeout=30).json()["model_loaded"]
+        while len(entries := access_entries(server, "/health")) == seen:
+            assert time.monotonic() < deadline, "a /health answer left no access-log line"
+            time.sleep(0.01)
+        seen = len(entries)
+        if loaded:
+            ready.add(entries[-1]["pid"])
+    return ready
 
 
 def test_an_add_answered_by_one_worker_is_found_at_once_by_either(served: Server) -> None:
-    for i in range(12):
+    """An Add is found by the very next Search, on a new connection, whichever worker answers
+    it: also the worker that did not store it (one worker runs every Add, the other forwards
+    its own). Which worker takes a connection is the kernel's choice, so rounds of an Add and
+    two Searches go on until each worker has answered both an Add and a Search (a few
+    rounds, with both workers ready), within a deadline."""
+    deadline = time.monotonic() + 60
+    for i in itertools.count():
         token = f"quokka{i}widget"
         assert add(served.url, f"raw-{i}", f"s-{i}", f"fixed {token} overflow in the parser").status_code == 200
         # Immediately, on new connections: whichever worker answers sees the Add.
         for _ in range(2):
             assert any(token in json.dumps(hit) for hit in search(served.url, token)), token
-    # Both workers took Adds and Searches; one of them ran every Add (the other forwarded
-    # its own), so some Searches ran on the worker that did not store what they found.
-    assert len(access_pids(served, "/add")) == 2
-    assert len(access_pids(served, "/search")) == 2
+        adds, searches = access_pids(served, "/add"), access_pids(served, "/search")
+        if i >= 3 and len(adds) == len(searches) == 2:
+            break
+        assert time.monotonic() < deadline, f"after {i + 1} rounds, Adds answered by {adds}, Searches by {searches}"
+    # One of them ran every Add, so a Search answered by the other found what it did not store.
     leaders = [json.loads(line)["pid"] for line in served.log().splitlines()
                if line.startswith("{") and "runs every Add" in line]
-    assert len(leaders) == 1 and leaders[0] in access_pids(served, "/add")
+    assert len(leaders) == 1 and leaders[0] in adds
+    assert searches - set(leaders), searches
 
 
 def test_concurrent_retries_across_workers_store_one_copy(served: Server) -> None:

@@ -1,4 +1,10 @@
-"""Session history cache and compaction: the pieces that keep Adds fast as a table grows."""
+"""Session history cache and compaction: the pieces that keep Adds fast as a table grows.
+
+Every test runs on a real LanceDB store in a temporary directory (milliseconds): what they
+guard is storage behaviour. Only a failure that cannot be provoked on demand is faked.
+"""
+
+from __future__ import annotations
 
 import threading
 import time
@@ -12,102 +18,154 @@ from codemem.sessions import MessageCache
 from codemem.store import lance as store_lance
 from codemem.store.lance import Store
 from codemem.store.locks import Locks, ProcessLock
-from codemem.store.maintenance import Bounds, Compactor
+from codemem.store.maintenance import KEEP_VERSIONS_FOR, Bounds, Compactor
 from codemem.store.schema import Row
 
+USER, SESSION = "u" * 32, "s" * 32
 
-class FakeStore:
-    """Answers what MessageCache and Compactor ask of a store, and records it."""
 
-    def __init__(self, stored: list[Message], fail_times: int = 0, data_dir: Path | None = None) -> None:
-        self.stored = stored
-        self.reads = 0
-        self.locks = Locks(str(data_dir or "memory://"))
-        self.write_lock = self.locks.write
-        self.fail_times = fail_times
-        self.optimized_holding_lock: list[bool] = []
-        self.versions = 1
+def _message_rows(texts: list[str], session_key: str = SESSION, request: str = "r") -> list[Row]:
+    """One Add's message rows, in the order given."""
+    return [
+        Row(id=f"m_{session_key[:8]}_{request}_{i}", user_key=USER, user_id="u", session_key=session_key,
+            session_id=session_key, request_key=request.rjust(32, "0"), kind="message", position=i, role="user",
+            text=text, refs="", content="", metadata="{}", created_at=0, timestamp=None)
+        for i, text in enumerate(texts)
+    ]
 
-    def version(self) -> int:
-        return self.versions
 
-    def session_rows(self, session_key: str, kinds: list[str], columns: list[str],
-                     user_key: str | None = None) -> list[dict[str, object]]:
-        self.reads += 1
-        return [
-            {"role": m.role, "text": m.text, "content": "", "timestamp": None, "created_at": 0,
-             "request_key": "r", "position": i}
-            for i, m in enumerate(self.stored)
-        ]
+def _loose_store(tmp_path: Path, commits: int, rows_each: int) -> Store:
+    """A real store left as a bulk import leaves it: one fragment per commit, none indexed."""
+    store = Store(str(tmp_path / "data"), "test-model", 4)
+    for c in range(commits):
+        store.append([
+            Row(id=f"m_{c}_{i}", user_key="u" * 32, user_id="u", session_key="s" * 32, session_id="s",
+                request_key=f"{c:032d}", kind="message", position=i, role="user", text=f"module_{c}_{i} failed",
+                refs="", content="", metadata="{}", created_at=0, timestamp=None)
+            for i in range(rows_each)
+        ])
+    return store
 
-    def optimize(self, keep: timedelta, exclusive: bool = False) -> None:
-        self.optimized_holding_lock.append(exclusive)
-        self.versions += 3
-        if self.fail_times:
-            self.fail_times -= 1
-            raise RuntimeError("Retryable commit conflict")
+
+def _counting_reads(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The session keys of every history read from `store` (the real read runs)."""
+    reads: list[str] = []
+    real = store.session_rows
+
+    def session_rows(session_key: str, *args: object, **kwargs: object) -> list[dict[str, object]]:
+        reads.append(session_key)
+        return real(session_key, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "session_rows", session_rows)
+    return reads
 
 
 def msgs(n: int, start: int = 0) -> list[Message]:
     return [Message("user", f"message {i}") for i in range(start, start + n)]
 
 
-def test_history_is_served_from_memory_only_when_the_store_agrees() -> None:
-    store = FakeStore(msgs(3))
+def test_history_is_served_from_memory_only_when_the_store_agrees(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache answers while it holds as many messages as the store says the session has;
+    when the store holds more (another process added to the session), they are read back
+    from the store, in arrival order."""
+    store = Store(str(tmp_path / "data"), "test-model", 4)
+    store.append(_message_rows([m.text for m in msgs(3)], request="r1"))
+    reads = _counting_reads(store, monkeypatch)
     cache = MessageCache()
-    cache.put("s", msgs(3))
-    assert [m.text for m in cache.messages(store, "u", "s", stored=3)] == [m.text for m in msgs(3)]
-    assert store.reads == 0
-    # The store holds a different number (a failed write, another process): read it back.
-    store.stored = msgs(5)
-    assert len(cache.messages(store, "u", "s", stored=5)) == 5
-    assert store.reads == 1
+    cache.put(SESSION, msgs(3))
+    assert [m.text for m in cache.messages(store, USER, SESSION, stored=3)] == [m.text for m in msgs(3)]
+    assert reads == []
+    store.append(_message_rows([m.text for m in msgs(2, start=3)], request="r2"))  # written elsewhere
+    assert [m.text for m in cache.messages(store, USER, SESSION, stored=5)] == [m.text for m in msgs(5)]
+    assert reads == [SESSION]
 
 
-def test_history_cache_is_bounded_by_characters() -> None:
+def test_history_cache_is_bounded_by_characters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its character bound the cache drops its least recent session, and keeps none
+    larger than the bound (nor drops others for it): what it dropped is read from the store."""
+    store = Store(str(tmp_path / "data"), "test-model", 4)
+    texts = {"a" * 32: "x" * 60, "b" * 32: "y" * 60, "c" * 32: "z" * 500}
+    for session_key, text in texts.items():
+        store.append(_message_rows([text], session_key=session_key))
+    reads = _counting_reads(store, monkeypatch)
+    a, b, c = texts
     cache = MessageCache(max_chars=100)
-    cache.put("a", [Message("user", "x" * 60)])
-    cache.put("b", [Message("user", "y" * 60)])  # pushes "a" out
-    store = FakeStore([Message("user", "from store")])
-    assert cache.messages(store, "u", "a", stored=1)[0].text == "from store"
-    assert cache.messages(store, "u", "b", stored=1)[0].text == "y" * 60
-    cache.put("c", [Message("user", "z" * 500)])  # larger than the whole cache: not kept
-    assert cache.messages(store, "u", "c", stored=1)[0].text == "from store"
+    cache.put(a, [Message("user", texts[a])])
+    cache.put(b, [Message("user", texts[b])])  # pushes "a" out
+    assert cache.messages(store, USER, a, stored=1)[0].text == texts[a]
+    assert cache.messages(store, USER, b, stored=1)[0].text == texts[b]
+    assert reads == [a]
+    cache.put(c, [Message("user", texts[c])])  # larger than the whole cache: not kept, nor pushing "b" out
+    assert cache.messages(store, USER, c, stored=1)[0].text == texts[c]
+    assert cache.messages(store, USER, b, stored=1)[0].text == texts[b]
+    assert reads == [a, c]
 
 
-def test_compaction_after_a_conflict_holds_the_write_lock() -> None:
-    store = FakeStore([], fail_times=1)
-    compactor = Compactor(store, interval_s=0, min_writes=1)  # type: ignore[arg-type]
+def test_compaction_after_a_conflict_holds_the_write_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round refused as a conflict is counted, and the next round holds the write lock
+    throughout, so it lands and compacts the store; the round after that runs beside the
+    writes again."""
+    store = _loose_store(tmp_path, commits=4, rows_each=10)
+    compactor = Compactor(store, interval_s=0, min_writes=1)
+    held_lock: list[bool] = []  # each round's `exclusive`
+    real_optimize = store.optimize
+
+    # A fake failure on a real store: a conflict cannot be made to happen on demand (it needs
+    # an upsert to land inside a round's rewrite), so the first round fails as one would.
+    def optimize(keep: timedelta, exclusive: bool = False) -> None:
+        held_lock.append(exclusive)
+        if len(held_lock) == 1:
+            raise RuntimeError("Retryable commit conflict")
+        real_optimize(keep, exclusive=exclusive)
+
+    monkeypatch.setattr(store, "optimize", optimize)
     compactor.run_once()
-    assert compactor.failures == 1 and compactor.runs == 0
+    assert compactor.failures == 1 and compactor.runs == 0 and compactor.last_error == "RuntimeError"
+    assert store.stats()["small_fragments"] == 4  # nothing was compacted
     compactor.run_once()
-    assert compactor.runs == 1
+    assert compactor.runs == 1 and compactor.last_error is None
+    after = store.stats()
+    assert after["small_fragments"] == 1 and after["unindexed_rows"] == 0
+    assert store.count() == 40 and store.fts("module_3_7", USER, 5)[0].id == "m_3_7"
     # The first round ran alongside writes; the retry excluded them.
-    assert store.optimized_holding_lock == [False, True]
+    assert held_lock == [False, True]
     compactor.run_once()
-    assert store.optimized_holding_lock[-1] is False
+    assert held_lock[-1] is False
 
 
 def test_compaction_counts_commits_of_every_process_and_skips_while_another_compacts(tmp_path: Path) -> None:
-    store = FakeStore([], data_dir=tmp_path)
-    compactor = Compactor(store, interval_s=0, min_writes=1)  # type: ignore[arg-type]
+    """Pending work is the table's commits since the last compaction by any process; a round
+    is skipped while another process holds the compaction lock, and a compaction by another
+    process leaves nothing pending here either."""
+    store = Store(str(tmp_path / "data"), "test-model", 4)
+    compactor = Compactor(store, interval_s=0, min_writes=1)
+
+    def commit(n: int, on: Store = store) -> None:
+        for _ in range(n):
+            on.append(_message_rows(["more"], request=f"x{on.count()}"))
+
     assert compactor.pending() == 0
-    store.versions += 5  # commits, whoever made them
+    commit(5)
     assert compactor.pending() == 5
     assert compactor.run_once() is True
     assert compactor.pending() == 0  # the compaction's own versions are not pending work
     # Another process holds the compaction lock (its own open file: flock is per open file).
-    other = ProcessLock(tmp_path / ".codemem-locks" / "compaction.lock")
+    other = ProcessLock(tmp_path / "data" / ".codemem-locks" / "compaction.lock")
     assert other.acquire(blocking=False)
-    store.versions += 2
+    commit(2)
     assert compactor.run_once() is False and compactor.pending() == 2
     other.release()
     assert compactor.run_once() is True
-    # A compaction by another process counts for this one too: those commits are compacted.
-    elsewhere = Compactor(store, interval_s=0, min_writes=1)  # type: ignore[arg-type]
-    store.versions += 4
+    # Another process, with its own handle on the directory: its commits are pending here,
+    # and once it compacted them, they are not.
+    elsewhere_store = Store(str(tmp_path / "data"), "test-model", 4)
+    elsewhere = Compactor(elsewhere_store, interval_s=0, min_writes=1)
+    commit(4, on=elsewhere_store)
+    assert compactor.pending() == 4
     assert elsewhere.run_once() is True
     assert compactor.pending() == 0
+    assert store.count() == 11
 
 
 def test_process_locks_exclude_other_open_files_of_the_same_path(tmp_path: Path) -> None:
@@ -126,19 +184,6 @@ def test_object_storage_locks_are_this_process_only(tmp_path: Path) -> None:
     with locks.write:
         assert locks.write.locked()
     assert not (Path.cwd() / "s3:").exists()
-
-
-def _loose_store(tmp_path: Path, commits: int, rows_each: int) -> Store:
-    """A real store left as a bulk import leaves it: one fragment per commit, none indexed."""
-    store = Store(str(tmp_path / "data"), "test-model", 4)
-    for c in range(commits):
-        store.append([
-            Row(id=f"m_{c}_{i}", user_key="u" * 32, user_id="u", session_key="s" * 32, session_id="s",
-                request_key=f"{c:032d}", kind="message", position=i, role="user", text=f"module_{c}_{i} failed",
-                refs="", content="", metadata="{}", created_at=0, timestamp=None)
-            for i in range(rows_each)
-        ])
-    return store
 
 
 def test_a_store_left_uncompacted_is_compacted_at_start_up_in_the_background(tmp_path: Path) -> None:
@@ -178,7 +223,7 @@ def test_a_failed_round_is_retried_without_a_new_write(tmp_path: Path, monkeypat
     compactor = Compactor(store, interval_s=0, min_writes=50, bounds=Bounds(small_fragments=2, unindexed_rows=500))
     real_optimize = store.optimize
 
-    def conflicting(*args: object, **kwargs: object) -> None:
+    def conflicting(*args: object, **kwargs: object) -> None:  # faked: a real one cannot be had on demand
         raise RuntimeError("Retryable commit conflict")
 
     monkeypatch.setattr(store, "optimize", conflicting)
@@ -222,41 +267,60 @@ def test_compaction_rewrites_only_the_small_tail_and_keeps_index_segments_few(
     assert store.count() == 60 + 2 * (2 * store_lance.MAX_INDEX_SEGMENTS + 1)
 
 
-def test_compaction_lands_while_upserts_touch_the_fragments_it_rewrites(tmp_path: Path) -> None:
+def test_compaction_lands_while_upserts_touch_the_fragments_it_rewrites(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a steady stream of Adds each session's card is replaced in place, in the small
-    fragments a round rewrites: the rewrite holds the write lock, so no round is refused
-    as a conflict (half of them were under mixed load) and every row stays."""
+    fragments a round rewrites: the rewrite holds the write lock, so an upsert that comes
+    meanwhile waits and lands after it, no round is refused as a conflict (half of them were
+    under mixed load), and every row and every update stays.
+
+    Every round meets such an upsert, by construction rather than by the luck of thread
+    timing: once the round has read the table it rewrites, a writer starts an upsert of
+    every card (holding the write lock, as GroupWriter commits), and the round goes on once
+    that upsert is waiting for the lock, or after it landed (when nothing held the lock, the
+    round then rewrites fragments the upsert changed, and its commit is refused)."""
+    rounds = 8
     store = _loose_store(tmp_path, commits=12, rows_each=5)
 
     def card(c: int, version: int) -> Row:
-        return Row(id=f"c_{c}", user_key="u" * 32, user_id="u", session_key=f"{c:032d}", session_id=str(c),
+        return Row(id=f"c_{c}", user_key=USER, user_id="u", session_key=f"{c:032d}", session_id=str(c),
                    request_key="", kind="card", position=0, role="", text=f"card {c} version {version}",
                    refs="", content="", metadata="{}", created_at=0, timestamp=None)
 
     store.append([card(c, 0) for c in range(6)])
-    stop = threading.Event()
-    upserts = 0
 
-    def writer() -> None:  # as GroupWriter commits: holding the write lock
-        nonlocal upserts
-        while not stop.is_set():
-            upserts += 1
-            with store.write_lock:
-                store.upsert([card(c, upserts) for c in range(6)])
-            with store.write_lock:
-                store.append([Row(id=f"m_x_{upserts}", user_key="u" * 32, user_id="u", session_key="s" * 32,
-                                  session_id="s", request_key=f"x{upserts:031d}", kind="message", position=0,
-                                  role="user", text="more", refs="", content="", metadata="{}", created_at=0,
-                                  timestamp=None)])
+    def write(version: int, started: threading.Event) -> None:
+        started.set()
+        with store.write_lock:
+            store.upsert([card(c, version) for c in range(6)])
+        with store.write_lock:
+            store.append(_message_rows(["more"], request=f"x{version}"))
 
-    thread = threading.Thread(target=writer)
-    thread.start()
+    writers: list[threading.Thread] = []
+    real_to_lance = store.table.to_lance
+
+    def to_lance() -> object:  # what a round rewrites, read (only rounds read it here)
+        dataset = real_to_lance()
+        started = threading.Event()
+        writers.append(threading.Thread(target=write, args=(len(writers) + 1, started)))
+        writers[-1].start()
+        assert started.wait(30)
+        writers[-1].join(timeout=0.2)  # it cannot land while the lock is held: not waited for longer
+        return dataset
+
+    monkeypatch.setattr(store.table, "to_lance", to_lance)
     try:
-        for _ in range(8):
-            store.optimize(timedelta(0))  # raises on a refused commit
+        for _ in range(rounds):
+            # Old versions are kept, as the compactor keeps them: a version a writer's handle
+            # is checking out must not be cleaned up under it.
+            store.optimize(KEEP_VERSIONS_FOR)  # raises on a refused commit
+            writers[-1].join(timeout=60)
+            assert not writers[-1].is_alive()
     finally:
-        stop.set()
-        thread.join()
-    assert upserts > 8
-    assert store.count("kind = 'card'") == 6
-    assert store.count("kind = 'message'") == 60 + upserts
+        monkeypatch.undo()
+        for writer in writers:
+            writer.join(timeout=60)
+    assert len(writers) == rounds
+    cards = store.rows("kind = 'card'", ["text"])
+    assert sorted(str(r["text"]) for r in cards) == [f"card {c} version {rounds}" for c in range(6)]
+    assert store.count("kind = 'message'") == 60 + rounds

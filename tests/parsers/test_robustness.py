@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from parsers import (
     CodeRefs,
+    Frame,
     enclosing_symbols,
     extract_symbols,
     extract_text_refs,
@@ -26,7 +27,8 @@ def _random_text(seed: int, size: int, encoding: str) -> str:
     return bytes(rnd.randrange(256) for _ in range(size)).decode(encoding, errors="replace")
 
 
-NASTY = [
+# Junk: nothing in it is a reference, so nothing may come back from any parser.
+JUNK = [
     "",
     " \n\t\r\n",
     "\x00" * 100,
@@ -35,27 +37,56 @@ NASTY = [
     "```",
     "```python\n",
     "```\n" * 101,
-    "Traceback (most recent call last):\n" + "  File \"x.py\", line 1, in f\n" * 2000,
-    "@@ -1,2 +1,2 @@\n" * 1000,
-    "diff --git a/x b/x\n" * 500,
-    "\ud800 lone surrogate \udfff in File \"a.py\", line 3, in f",
+    "@@ -1,2 +1,2 @@\n" * 1000,  # hunk headers without a file
     "`" * 5000,
     "a." * 50_000,
     "/" * 50_000 + ".py",
     "at (" * 10_000,
     "$ " * 10_000,
-    _random_text(1, 50_000, "utf-8"),
-    _random_text(2, 50_000, "latin-1"),
 ]
+# Random bytes decoded two ways: whatever is found must be in the text.
+RANDOM = [_random_text(1, 50_000, "utf-8"), _random_text(2, 50_000, "latin-1")]
+TRACEBACK = "Traceback (most recent call last):\n" + "  File \"x.py\", line 1, in f\n" * 2000
+SURROGATES = "\ud800 lone surrogate \udfff in File \"a.py\", line 3, in f"
+FILE_HEADERS = "diff --git a/x b/x\n" * 500
 
 
-@pytest.mark.parametrize("text", NASTY, ids=[f"nasty{i}" for i in range(len(NASTY))])
-def test_nasty_inputs_do_not_raise(text: str) -> None:
-    assert isinstance(extract_text_refs(text), CodeRefs)
-    assert isinstance(parse_diff(text), list)
-    assert isinstance(extract_symbols(text[:20_000], "python"), list)
-    assert isinstance(enclosing_symbols(text[:20_000], "cpp", [1, 5]), dict)
-    assert language_for_path(text[:300]) in {None, *GRAMMARS}
+@pytest.mark.parametrize("text", JUNK, ids=[f"junk{i}" for i in range(len(JUNK))])
+def test_junk_yields_no_references(text: str) -> None:
+    """Hostile junk neither raises nor comes back as references: every parser finds nothing."""
+    assert extract_text_refs(text) == CodeRefs()
+    assert parse_diff(text) == []
+    assert extract_symbols(text[:20_000], "python") == []
+    assert enclosing_symbols(text[:20_000], "cpp", [1, 5]) == {}
+    assert language_for_path(text[:300]) is None
+
+
+def test_nasty_inputs_keep_the_reference_they_hold() -> None:
+    """A reference survives the nastiness around it: a frame repeated 2,000 times is one
+    frame, a path beside lone surrogates is found, and 500 diff headers with no hunk are 500
+    files (as parsed) but no edit."""
+    assert extract_text_refs(TRACEBACK).frames == [Frame("x.py", 1, "f", "python")]
+    assert extract_text_refs(SURROGATES).files == ["a.py"]
+    diff = parse_diff(FILE_HEADERS)
+    assert len(diff) == 500 and {(f.path, f.added, f.removed, len(f.hunks)) for f in diff} == {("x", 0, 0, 0)}
+    for text in (TRACEBACK, SURROGATES, FILE_HEADERS):
+        assert language_for_path(text[:300]) is None
+        assert enclosing_symbols(text[:20_000], "cpp", [1, 5]) == {}
+
+
+@pytest.mark.parametrize("text", RANDOM, ids=["utf-8", "latin-1"])
+def test_random_bytes_yield_only_what_is_in_them(text: str) -> None:
+    """Nothing is made up from random text: every file and name found is in it, and every
+    symbol sits on a line of it."""
+    refs = extract_text_refs(text)
+    for found in (*refs.files, *refs.symbols, *refs.exceptions, *refs.test_ids, *refs.commands):
+        assert found in text, found
+    assert parse_diff(text) == []
+    code = text[:20_000]
+    for symbol in extract_symbols(code, "python"):
+        assert symbol.name in code and 1 <= symbol.line <= code.count("\n") + 1, symbol
+    assert enclosing_symbols(code, "cpp", [1, 5]) == {}
+    assert language_for_path(text[:300]) is None
 
 
 @pytest.mark.parametrize("value", [None, 42, b"bytes", ["list"]])
@@ -67,31 +98,36 @@ def test_non_string_inputs_return_empty(value: object) -> None:
     assert merge_refs([value]) == CodeRefs()  # type: ignore[list-item]
 
 
-def test_one_megabyte_line_is_skipped_quickly() -> None:
-    text = "File \"a.py\", line 1 " + "x" * 1_000_000 + "\nValueError: bad\n"
-    started = time.perf_counter()
+def test_a_line_over_a_megabyte_is_skipped() -> None:
+    """Lines past MAX_LINE_CHARS are blanked before any scan, which is what keeps the cost
+    of a text linear: nothing on such a line is found (were it scanned, its frame and both
+    its paths would be), and the lines around it are read as usual."""
+    text = ("Traceback (most recent call last):\n  File \"src/short_mod.py\", line 9, in caller\n"
+            "  File \"src/long_mod.py\", line 3, in handler " + "x" * 1_000_000 + " see src/hidden_mod.py\n"
+            "ValueError: bad\n")
     refs = extract_text_refs(text)
-    assert time.perf_counter() - started < 1.0
+    assert refs.frames == [Frame("src/short_mod.py", 9, "caller", "python")]
+    assert refs.files == ["src/short_mod.py"]
     assert refs.exceptions == ["ValueError"]
-    assert refs.frames == []
 
 
 def test_200kb_transcript_is_fast() -> None:
+    """No pathological cost (catastrophic backtracking, quadratic scans) on a long transcript.
+    Timed in this process's CPU, which other processes on a loaded machine do not inflate as
+    they do wall time; about 50 ms idle, 0.15 s on a contended 2-core box: the bound only
+    catches a blow-up (what it costs exactly is a benchmark's figure, not a test's)."""
     parts = [p.read_text() for p in sorted(FIXTURES.glob("t*/*"))]
     parts += [p.read_text() for p in sorted(FIXTURES.glob("diffs/*.diff"))]
     base = "\n\n".join(parts)
     text = (base * (200_000 // len(base) + 1))[:200_000]
     extract_text_refs(text)  # warm caches (query compilation)
-    best = min(_timed(text) for _ in range(3))
-    # ~50 ms on an idle machine; the bound only catches pathological regressions
-    # (catastrophic backtracking, quadratic scans) on a loaded CI box.
-    assert best < 1.0
+    assert min(_cpu_s(text) for _ in range(3)) < 1.0
 
 
-def _timed(text: str) -> float:
-    started = time.perf_counter()
+def _cpu_s(text: str) -> float:
+    started = time.process_time()
     extract_text_refs(text)
-    return time.perf_counter() - started
+    return time.process_time() - started
 
 
 @settings(max_examples=150, deadline=None, database=None,
