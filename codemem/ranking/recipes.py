@@ -157,9 +157,9 @@ DEFAULT_SEARCH = SearchConfig(
     evidence_items=3,
 )
 
-# The learned ranker in place of the fusion, everything else as shipped: opt-in, for scoring
-# on validation once (not the service's default).
-# Quiet when no experience is more likely related than not: the threshold reads the model's
+# The learned ranker in place of the fusion, opt-in: below the fusion on validation
+# (train/ranker/README.md). Quiet when no experience is more likely related than not: the
+# threshold reads the model's
 # calibrated P(related) (Platt, fitted on out-of-fold training scores), so it is 0.5, not a
 # number chosen on any evaluation set.
 LEARNED_SEARCH = DEFAULT_SEARCH.replace(ranking="learned", quiet_below=0.5)
