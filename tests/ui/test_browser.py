@@ -10,26 +10,22 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from api.app import create_app
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
 from eval._replay_data import Trajectory, iter_trajectories
 from tests.conftest import needs_swe_lite
-from tests.server import free_port
 from tests.shared_data import SWE_LITE, in_ci
+from tests.ui.live import serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -90,18 +86,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -
     _add(memory, BOB, THEIRS, [Message(role=m.role, content=m.content) for m in trajectories[THEIRS].messages])
     _add(memory, ALICE, XSS_SESSION, [Message(role="user", content=f"Fix the title rendering {XSS}"),
                                        Message(role="assistant", content=f"Edited page.html to show {XSS}")])
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, memory=memory), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not server.started:
-        time.sleep(0.05)
-    yield Served(url, trajectories)
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(settings, memory) as url:
+        yield Served(url, trajectories)
     memory.close()
 
 

@@ -10,18 +10,14 @@ UPDATE_SCREENSHOTS=1, else into a temporary folder)."""
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import git
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from api.app import create_app
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.ingest import ingest_git
@@ -29,7 +25,7 @@ from codemem.memory import Memory
 from codemem.models import AddRequest, Message
 from codemem.repo_id import repo_user_id
 from tests.history import AUTHORS, SUBJECT_TWICE, History, build_history
-from tests.server import free_port
+from tests.ui.live import serving
 from tests.ui.test_browser import CHROMIUM, DOCS_SCREENSHOTS, _chromium
 
 REPO = "repo:github.com/acme/flask-maintenance-history"
@@ -60,17 +56,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -
     memory.add(AddRequest(request_id="busy-1", user_id=BUSY, session_id="busy", messages=[
         Message(role="user" if i % 2 == 0 else "assistant", content=f"Ran pytest tests/test_m{i}.py: 1 passed")
         for i in range(BUSY_MESSAGES)]))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, memory=memory), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not server.started:
-        time.sleep(0.05)
-    yield Served(f"http://127.0.0.1:{port}", history, user_id)
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(settings, memory) as url:
+        yield Served(url, history, user_id)
     memory.close()
 
 
