@@ -148,9 +148,17 @@ class MiniLMEmbedder:
         here unless an export holds it: never waited for). An Add whose card cannot be
         embedded now stores it without a vector, embedded when its session goes quiet:
         a write must not wait for a model load that Searches can starve of the GIL."""
-        if MINILM_NAME in _MODELS or (self.onnx_queries and _ONNX.get(MINILM_NAME) is not None):
+        return MINILM_NAME in _MODELS or self.warm_queries(wait=False)
+
+    def warm_queries(self, wait: bool = True) -> bool:
+        """The cached query encoder, loaded without torch; False where none is cached (a
+        query then loads the model, and `warm` exports and caches the encoder), and, without
+        `wait`, while an export holds it."""
+        if not self.onnx_queries:
+            return False
+        if _ONNX.get(MINILM_NAME) is not None:
             return True
-        if not self.onnx_queries or not _EXPORT_LOCK.acquire(blocking=False):
+        if not _EXPORT_LOCK.acquire(blocking=wait):
             return False
         try:
             if _ONNX.get(MINILM_NAME) is None and (cached := self._cached_encoder()) is not None:
@@ -159,15 +167,14 @@ class MiniLMEmbedder:
         finally:
             _EXPORT_LOCK.release()
 
-    def warm_queries(self) -> bool:
-        """The cached query encoder, loaded without torch; False where none is cached (a
-        query then loads the model, and `warm` exports and caches the encoder)."""
+    def _encoder(self) -> OnnxEncoder | None:
+        """The checked ONNX encoder to embed and tokenise with, where one is wanted and in (a
+        process that has not loaded torch takes up a cached one first)."""
         if not self.onnx_queries:
-            return False
-        with _EXPORT_LOCK:
-            if _ONNX.get(MINILM_NAME) is None and (cached := self._cached_encoder()) is not None:
-                _ONNX[MINILM_NAME] = cached
-            return _ONNX.get(MINILM_NAME) is not None
+            return None
+        if MINILM_NAME not in _MODELS:
+            self.warm_queries()
+        return _ONNX.get(MINILM_NAME)
 
     def _cached_encoder(self) -> OnnxEncoder | None:
         from codemem.onnx_encoder import OnnxEncoder
@@ -182,9 +189,8 @@ class MiniLMEmbedder:
         max_seq_length) and a one-text query never waits behind an Add's batch. Torch
         batches of several texts take a lock, since torch already spreads one over every core.
         """
-        if texts and self.onnx_queries and MINILM_NAME not in _MODELS:
-            self.warm_queries()  # a process that only searches or embeds: no torch where a cache exists
-        if texts and self.onnx_queries and (encoder := _ONNX.get(MINILM_NAME)) is not None:
+        # A process that only searches or embeds: no torch where a cached encoder exists.
+        if texts and (encoder := self._encoder()) is not None:
             clipped = [_prefix_for_tokenizer(t, max_tokens) for t in texts]
             if len(clipped) == 1:
                 return encoder.embed_one(clipped[0], max_tokens).reshape(1, self.dim).astype(np.float32)
@@ -222,9 +228,7 @@ class MiniLMEmbedder:
         if not texts:
             return []
         clipped = [_prefix_for_tokenizer(t, max_tokens) for t in texts]
-        if self.onnx_queries and MINILM_NAME not in _MODELS:
-            self.warm_queries()
-        if self.onnx_queries and (encoder := _ONNX.get(MINILM_NAME)) is not None:
+        if (encoder := self._encoder()) is not None:
             return [_fingerprint(ids) for ids in encoder.token_ids(clipped, max_tokens)]
         ids = self.load().tokenizer(clipped, truncation=True, max_length=max_tokens)["input_ids"]
         return [_fingerprint(i) for i in ids]

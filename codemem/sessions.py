@@ -336,26 +336,19 @@ def experience_rows(
     # The card's vector reads the task alone: a later task is compared with earlier tasks,
     # and the task does not change as the session's chunks arrive, so it is embedded once.
     texts = [card.task or card.text] + ([st.text for st in experience.steps] if embed_steps else [])
-    if defer_vectors:
-        if (kept := _stored_card(stored)) is not None:
-            rows[0].vector = np.asarray(kept["vector"], dtype=np.float32)
-            rows[0].metadata = _ENCODER.encode(card_meta | {"vec": _vec_key(kept)}).decode()
-        stale = [str(r["id"]) for r in stored if r["id"] not in {r.id for r in rows}]
-        return Derived(rows=rows[:1] + _changed(rows[1:], stored), stale_ids=stale, replaces=bool(stored),
-                       conversation=conversation, vector_deferred=True)
-    kept = _stored_card(stored) if defer_untasked and not card.task else None
-    if kept is not None and embedder.fingerprints(texts[:1], max_tokens)[0] == _vec_key(kept):
+    kept = _stored_card(stored) if defer_vectors or (defer_untasked and not card.task) else None
+    if not defer_vectors and kept is not None and embedder.fingerprints(texts[:1], max_tokens)[0] == _vec_key(kept):
         kept = None  # the model's input did not change: its vector is reused below, none is owed
-    if kept is not None:  # the card keeps its vector (and its fingerprint); the steps are embedded
+    if kept is not None:  # the card keeps its vector (and its fingerprint)
         rows[0].vector = np.asarray(kept["vector"], dtype=np.float32)
         rows[0].metadata = _ENCODER.encode(card_meta | {"vec": _vec_key(kept)}).decode()
-        _embed(rows[1: len(texts)], texts[1:], stored, embedder, max_tokens, vectors or {})
-    else:
-        _embed(rows[: len(texts)], texts, stored, embedder, max_tokens, vectors or {})
+    if not defer_vectors:  # the steps are embedded, and the card unless it kept its vector
+        start = 0 if kept is None else 1
+        _embed(rows[start: len(texts)], texts[start:], stored, embedder, max_tokens, vectors or {})
     new_ids = {r.id for r in rows}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
     return Derived(rows=rows[:1] + _changed(rows[1:], stored), stale_ids=stale, replaces=bool(stored),
-                   conversation=conversation, vector_deferred=kept is not None)
+                   conversation=conversation, vector_deferred=defer_vectors or kept is not None)
 
 
 def _changed(steps: list[Row], stored: list[dict[str, object]]) -> list[Row]:
