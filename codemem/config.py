@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
+from codemem.ranking.recipes import DEFAULT_SEARCH, RECIPES, SearchConfig
 
 ENV_PREFIX = "CODEMEM_"
 
@@ -80,12 +80,14 @@ class Settings:
     # may want more of both.
     add_threads: int = 16
     search_threads: int = 32
-    # Search: the knobs of the search configuration (codemem/ranking/recipes.py, where their
-    # values are explained) that a deployment may set; the rest is DEFAULT_SEARCH.
+    # Search: the ranking ("fused" or "learned", `ranking/strategy.py`) picks its recipe
+    # (codemem/ranking/recipes.py, where the values are explained), and a deployment may set
+    # three of its knobs; the relevance floor and the quiet threshold are the recipe's own
+    # unless set (they read that ranking's scores).
+    ranking: str = DEFAULT_SEARCH.ranking
     candidates: int = DEFAULT_SEARCH.candidates
-    relevance_floor: float = DEFAULT_SEARCH.relevance_floor
-    quiet_below: float = DEFAULT_SEARCH.quiet_below
-    ranking: str = DEFAULT_SEARCH.ranking  # "fused" or "learned" (`ranking/strategy.py`)
+    relevance_floor: float | None = None
+    quiet_below: float | None = None
     # A Search answer is read by a model with a limited window: it stops at this many
     # tokens (~4 characters each; 0 = top_k alone bounds it), and no single item is longer
     # than max_item_chars (its head and tail are kept).
@@ -120,10 +122,13 @@ class Settings:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def search_config(self) -> SearchConfig:
-        """DEFAULT_SEARCH with this deployment's candidate depth, relevance floor, quiet
-        threshold and ranking."""
-        return DEFAULT_SEARCH.replace(candidates=self.candidates, relevance_floor=self.relevance_floor,
-                                      quiet_below=self.quiet_below, ranking=self.ranking)
+        """The ranking's recipe with this deployment's candidate depth, and its relevance floor
+        and quiet threshold where they are set."""
+        if self.ranking not in RECIPES:
+            raise ValueError(f"{ENV_PREFIX}RANKING={self.ranking!r} must be one of {', '.join(RECIPES)}")
+        set_here = {"relevance_floor": self.relevance_floor, "quiet_below": self.quiet_below}
+        return RECIPES[self.ranking].replace(candidates=self.candidates,
+                                             **{k: v for k, v in set_here.items() if v is not None})
 
     def to_env(self) -> dict[str, str]:
         """These settings as `CODEMEM_*` variables, for worker processes to read back."""

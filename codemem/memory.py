@@ -28,15 +28,22 @@ from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.ranking.assemble import FoundExperience, group_by_session
 from codemem.ranking.card_indexes import CardIndexes
+from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.merged import name_matched_commits
 from codemem.ranking.query import Query, parse_query
 from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.releases import ReleaseIndex
-from codemem.ranking.relevance import SessionSignals, explain, runner_up, session_ranks
+from codemem.ranking.relevance import (
+    SessionSignals,
+    explain,
+    learned_applies,
+    runner_up,
+    session_ranks,
+)
 from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
-from codemem.ranking.strategy import rank_sessions, reasons
+from codemem.ranking.strategy import rank_sessions
 from codemem.ranking.subjects import SubjectIndex
 from codemem.ranking.types import Candidate
 from codemem.refresher import SessionRefresher
@@ -357,14 +364,16 @@ class Memory:
         if not text.strip() or not self.store.holds_user(key_of(req.user_id)):
             return []  # a memory that does not exist yet: no model, no pool, no lock
         signals, items = self.signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES))
-        scores = rank_sessions(signals, config)
+        ranking = rank_sessions(signals, config, EXPLAINED)
+        scores = ranking.scores
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
         if self.reranker is not None and config.rerank_depth > 0:
             groups = self._rerank(text, groups[: config.rerank_depth]) + groups[config.rerank_depth:]
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
-        for key, carried in reasons(signals, config, [g.session_key for g in groups[:EXPLAINED]]).items():
-            why[key]["features"] = carried
+        for key, carried in ranking.reasons.items():
+            if key in why:
+                why[key]["features"] = carried
         quiet = config.quiet_below > 0 and all(why[g.session_key]["relevance"] < config.quiet_below  # type: ignore[operator]
                                                for g in groups)
         hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why, quiet=quiet)
@@ -400,7 +409,23 @@ class Memory:
             candidates.update(k for ranks in commit_ranks.values() for k in ranks)
             # Only a memory of commits reads the releases index (its cards are read by now).
             commit_ranks["since"] = self._since(text, self._releases.get(user_key, cards, version), candidates)
-        return SessionSignals.of(found, location, commit_ranks), items
+        signals = SessionSignals.of(found, location, commit_ranks)
+        if learned_applies(signals, config):
+            self._read_fields(text, signals, config)
+        return signals, items
+
+    def _read_fields(self, text: str, signals: SessionSignals, config: SearchConfig) -> None:
+        """The learned ranker's candidates' field-wise matches with `text`, from their cards;
+        or, where every candidate is a conversation, that they are."""
+        from codemem.ranking.learned import packaged
+
+        keys = packaged().candidates(signals, config)
+        cards = {str(c.fields["session_key"]): c.fields for c in self.store.by_ids([sessions.card_id(k) for k in keys])}
+        metadata = {k: msgspec.json.decode(str(card["metadata"] or "{}")) for k, card in cards.items()}
+        if metadata and all(m.get(CONVERSATION) for m in metadata.values()):
+            signals.conversations = True
+            return
+        signals.fields = field_matches(text, {k: CardFields.of(str(card["text"]), metadata[k]) for k, card in cards.items()})
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, config: SearchConfig,
                       limit: int) -> dict[str, dict[str, int]]:

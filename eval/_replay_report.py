@@ -27,8 +27,13 @@ LEGEND = (f"{TOKEN_NOTE}. Every system is scored at trajectory level by the same
           "(tokenize or embed the query, score its prebuilt index), no HTTP, no answer building.")
 
 
+def is_codemem(system: str) -> bool:
+    """codemem itself, by whichever ranking ("codemem", "codemem-learned")."""
+    return system == "codemem" or system.startswith("codemem-")
+
+
 def latency_kind(system: str) -> str:
-    return HTTP if system == "codemem" else IN_PROCESS
+    return HTTP if is_codemem(system) else IN_PROCESS
 
 
 def _f(v: float | None, fmt: str) -> str:
@@ -46,7 +51,7 @@ def row(s: Summary) -> list[str]:
 def ordered(summaries: Sequence[Summary]) -> list[Summary]:
     """Rows grouped by condition (relevant first), codemem before the baselines."""
     order = {k: i for i, k in enumerate(CONDITION_KINDS)}
-    return sorted(summaries, key=lambda s: (order.get(s.condition, 99), s.system != "codemem"))
+    return sorted(summaries, key=lambda s: (order.get(s.condition, 99), not is_codemem(s.system), s.system))
 
 
 def text_table(summaries: Sequence[Summary]) -> str:

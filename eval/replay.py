@@ -39,6 +39,7 @@ from pathlib import Path
 import httpx
 import msgspec
 
+from codemem.ranking.recipes import DEFAULT_SEARCH, RANKINGS
 from eval._paths import RESULTS
 from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
@@ -271,7 +272,13 @@ class ContractCheck:
         self.scores_not_descending += any(a < b for a, b in zip(scores, scores[1:], strict=False))  # type: ignore[operator]
 
 
-def search_codemem(srv: Server, plan: Plan, check: ContractCheck, warmup: int = 3) -> tuple[list[QueryScore], list[dict]]:
+def system_name(ranking: str) -> str:
+    """The report's name for codemem searched with `ranking` (the default one is "codemem")."""
+    return "codemem" if ranking == DEFAULT_SEARCH.ranking else f"codemem-{ranking}"
+
+
+def search_codemem(srv: Server, plan: Plan, check: ContractCheck, system: str = "codemem",
+                   warmup: int = 3) -> tuple[list[QueryScore], list[dict]]:
     """Every task in every condition, sequentially, timed end to end; also the top sessions
     of each answer (raw, for the JSON)."""
     scores, raw = [], []
@@ -292,8 +299,8 @@ def search_codemem(srv: Server, plan: Plan, check: ContractCheck, warmup: int = 
                     check.check(data)
                 items = [Item(str(h.get("session_id", "")), count_tokens(h.get("content"))) for h in data]
                 gold = task.gold if c.kind != "absent" else frozenset()
-                scores.append(score_query("codemem", c.kind, tid, items, gold, dt * 1000, plan.same_file.get(tid, frozenset())))
-                raw.append({"condition": c.kind, "user_id": c.user_id, "task": tid,
+                scores.append(score_query(system, c.kind, tid, items, gold, dt * 1000, plan.same_file.get(tid, frozenset())))
+                raw.append({"system": system, "condition": c.kind, "user_id": c.user_id, "task": tid,
                             "top_sessions": [h.get("session_id") for h in data[:10]],
                             "top_tokens": [round(it.tokens) for it in items[:10]],
                             "top_kinds": [(h.get("metadata") or {}).get("kind") for h in data[:10]]})
@@ -386,6 +393,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--compact-timeout", type=float, default=300.0,
                    help="max seconds to wait for the server's compactor before searching (0: don't)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="server setting, e.g. CODEMEM_X=1")
+    p.add_argument("--rankings", default=DEFAULT_SEARCH.ranking,
+                   help=f"comma-separated subset of {','.join(RANKINGS)}: the same memories searched by a server "
+                        "with each (CODEMEM_RANKING), reported as codemem (the default) and codemem-<ranking>")
     p.add_argument("--out", type=Path, default=None,
                    help="output prefix: writes PREFIX.json, .md, .png (default eval/results/replay; "
                         "--smoke: eval/results/tmp/replay-smoke)")
@@ -397,6 +407,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args.systems = [] if args.baselines == "none" else [b.strip() for b in args.baselines.split(",") if b.strip()]
     if bad := [b for b in args.systems if b not in BASELINES]:
         p.error(f"unknown baseline(s) {bad}; choose from {BASELINES}")
+    args.ranking_list = [r.strip() for r in args.rankings.split(",") if r.strip()]
+    if not args.ranking_list or (bad := [r for r in args.ranking_list if r not in RANKINGS]):
+        p.error(f"--rankings: choose from {RANKINGS}")
     if args.out is None:
         args.out = RESULTS / ("tmp/replay-smoke" if args.smoke else "replay")
     if args.keep and args.keep.exists() and any(args.keep.iterdir()):
@@ -413,24 +426,30 @@ def serve_and_search(plan: Plan, args: argparse.Namespace) -> tuple[list[QuerySc
     env = dict(kv.split("=", 1) for kv in args.env)
     check = ContractCheck()
     served: dict[str, object] = {"data_dir": str(data_dir), "kept": bool(args.reuse or args.keep), "server_env": env}
+    scores: list[QueryScore] = []
+    raw: list[dict] = []
     try:
-        with running_server(data_dir=str(data_dir), env=env) as srv:
-            log(f"server {srv.url} (pid {srv.pid}, data {data_dir}, log {srv.log_path})")
-            if args.reuse:
-                rep = IngestReport(reused=True)
-            else:
-                log(f"ingesting {sum(len(c.trajectories) for c in plan.conditions)} sessions into "
-                    f"{len(plan.conditions)} user_ids ({args.chunk}-message Adds, {args.concurrency} at a time) ...")
-                rep = ingest(srv, plan, args.chunk, args.concurrency)
-                log(f"ingest: {rep.chunks} Adds, {rep.messages:,} messages in {rep.wall_s:.0f} s; "
-                    f"Add p50 {rep.add_p50_ms or 0:.0f} ms p95 {rep.add_p95_ms or 0:.0f} ms; {len(rep.errors)} errors")
-                (data_dir / MANIFEST).write_bytes(msgspec.json.encode(manifest_for(plan, args, len(rep.errors))))
-            served["ingest"] = asdict(rep) | {"errors": rep.errors[:20], "n_errors": len(rep.errors)}
-            served["settle"] = wait_settled(str(data_dir), args.compact_timeout)
-            log(f"searching {sum(len(c.tasks) for c in plan.conditions)} queries ...")
-            scores, raw = search_codemem(srv, plan, check)
-            served["server_restarts"] = srv.restarts
-            served["log"] = srv.log_path
+        for n, ranking in enumerate(args.ranking_list):
+            with running_server(data_dir=str(data_dir), env=env | {"CODEMEM_RANKING": ranking}) as srv:
+                log(f"server {srv.url} (pid {srv.pid}, data {data_dir}, ranking {ranking}, log {srv.log_path})")
+                if n == 0:
+                    if args.reuse:
+                        rep = IngestReport(reused=True)
+                    else:
+                        log(f"ingesting {sum(len(c.trajectories) for c in plan.conditions)} sessions into "
+                            f"{len(plan.conditions)} user_ids ({args.chunk}-message Adds, {args.concurrency} at a time) ...")
+                        rep = ingest(srv, plan, args.chunk, args.concurrency)
+                        log(f"ingest: {rep.chunks} Adds, {rep.messages:,} messages in {rep.wall_s:.0f} s; "
+                            f"Add p50 {rep.add_p50_ms or 0:.0f} ms p95 {rep.add_p95_ms or 0:.0f} ms; {len(rep.errors)} errors")
+                        (data_dir / MANIFEST).write_bytes(msgspec.json.encode(manifest_for(plan, args, len(rep.errors))))
+                    served["ingest"] = asdict(rep) | {"errors": rep.errors[:20], "n_errors": len(rep.errors)}
+                    served["settle"] = wait_settled(str(data_dir), args.compact_timeout)
+                log(f"searching {sum(len(c.tasks) for c in plan.conditions)} queries ({ranking}) ...")
+                more, more_raw = search_codemem(srv, plan, check, system_name(ranking))
+                scores += more
+                raw += more_raw
+                served.setdefault("servers", []).append(  # type: ignore[union-attr]
+                    {"ranking": ranking, "restarts": srv.restarts, "log": srv.log_path})
     finally:
         if not (args.reuse or args.keep):
             shutil.rmtree(data_dir, ignore_errors=True)

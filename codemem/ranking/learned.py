@@ -4,16 +4,15 @@ package data (`models/ranker.txt`, its card `models/ranker.json`, trained by
 
 It orders the candidate experiences (`features.candidates`) by the model's score, and maps
 that score to P(related) with the Platt calibration fitted on out-of-fold scores. Sessions
-outside the candidates follow in the fused order. The loader refuses a model whose card
-names other features than this code computes.
+outside the candidates follow in the fused order, below every candidate. The loader refuses a
+model whose card names other features than this code computes.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 from codemem.ranking.features import FEATURES, candidate_features, candidates
 from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.relevance import SessionSignals, fuse
+from codemem.ranking.types import Ranking
 
 MODEL_FILE = "ranker.txt"
 CARD_FILE = "ranker.json"
@@ -58,49 +58,40 @@ class LearnedRanker:
         return cls(booster, str(card["model_id"]), int(card["candidate_depth"]),
                    (float(calibration["a"]), float(calibration["b"])))
 
-    def raw_scores(self, vectors: Mapping[str, tuple[float, ...]]) -> dict[str, float]:
-        if not vectors:
-            return {}
-        keys = list(vectors)
-        scores = self.booster.predict(np.asarray([vectors[k] for k in keys], dtype=np.float64))
-        return {k: float(s) for k, s in zip(keys, scores, strict=True)}
+    def candidates(self, signals: SessionSignals, config: SearchConfig) -> list[str]:
+        """The sessions this model scores (their fields are read for it: `Memory.signals`)."""
+        return candidates(signals, config, self.depth)
 
-    def probability(self, raw: float) -> float:
-        """P(related) of one raw score (the Platt calibration)."""
+    def probabilities(self, raw: np.ndarray) -> np.ndarray:
+        """P(related) of raw scores (the Platt calibration)."""
         a, b = self.platt
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, a * raw + b))))
+        return 1.0 / (1.0 + np.exp(-np.clip(a * raw + b, -50.0, 50.0)))
 
-    def scores(self, signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
-        """Every fused session's score, best first when sorted: the candidates' P(related)
-        in the model's order (raised above every non-candidate), then the rest in fused order."""
-        keys = candidates(signals, config, self.depth)
-        raw = self.raw_scores(candidate_features(signals, config, keys))
+    def rank(self, signals: SessionSignals, config: SearchConfig, explain: int = 0, top: int = 3) -> Ranking:
+        """Every fused session's score: the candidates' P(related) in the model's order, then
+        the rest in fused order below them; and for the first `explain` candidates the `top`
+        features whose LightGBM contributions moved their scores most."""
+        keys = self.candidates(signals, config)
+        vectors = candidate_features(signals, keys)
+        x = np.asarray([vectors[k] for k in keys], dtype=np.float64).reshape(len(keys), len(FEATURES))
+        p = self.probabilities(self.booster.predict(x)) if keys else np.zeros(0)
+        scores = {k: float(v) for k, v in zip(keys, p, strict=True)}
+        least = min(scores.values(), default=1.0)
         fused = fuse(signals, config)
-        # Non-candidates sit below every candidate: fused scores (at most 1) scaled under the
-        # lowest candidate's probability.
-        out = {k: self.probability(s) for k, s in raw.items()}
-        least = min(out.values(), default=1.0)
-        top = max(fused.values(), default=1.0) or 1.0
+        best = max(fused.values(), default=1.0) or 1.0
         for key, value in fused.items():
-            if key not in out:
-                out[key] = 0.5 * least * value / top
-        return out
+            scores.setdefault(key, 0.5 * least * value / best)
+        first = [i for i in np.argsort(-p, kind="stable")[:explain]]
+        reasons: dict[str, dict[str, float]] = {}
+        if first:
+            contrib = self.booster.predict(x[first], pred_contrib=True)
+            for i, row in zip(first, contrib, strict=True):
+                order = np.argsort(-np.abs(row[:-1]))[:top]  # the last column is the bias
+                reasons[keys[i]] = {FEATURES[j]: round(float(row[j]), 3) for j in order}
+        return Ranking(scores, reasons)
 
-
-    def reasons(self, signals: SessionSignals, config: SearchConfig, keys: Sequence[str],
-                top: int = 3) -> dict[str, dict[str, float]]:
-        """For each of `keys` among the candidates: the features that moved its score most
-        (LightGBM's per-feature contributions, largest magnitude first), for its metadata."""
-        vectors = candidate_features(signals, config, [k for k in keys if k in set(candidates(signals, config, self.depth))])
-        if not vectors:
-            return {}
-        names = list(vectors)
-        contrib = self.booster.predict(np.asarray([vectors[k] for k in names], dtype=np.float64), pred_contrib=True)
-        out = {}
-        for key, row in zip(names, contrib, strict=True):
-            order = np.argsort(-np.abs(row[:-1]))[:top]  # the last column is the bias
-            out[key] = {FEATURES[i]: round(float(row[i]), 3) for i in order}
-        return out
+    def scores(self, signals: SessionSignals, config: SearchConfig) -> Mapping[str, float]:
+        return self.rank(signals, config).scores
 
 
 _LOADED: dict[str, LearnedRanker] = {}

@@ -10,9 +10,17 @@ module constants. The pattern is graphiti's search recipes (`HYBRID_RRF = Search
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
 RANKINGS = ("fused", "learned")
+
+
+def model_card(name: str) -> dict[str, Any]:
+    """A packaged model's card (`codemem/ranking/models/<name>`)."""
+    return json.loads((resources.files("codemem.ranking") / "models" / name).read_text())
 
 
 @dataclass(frozen=True)
@@ -157,9 +165,11 @@ DEFAULT_SEARCH = SearchConfig(
     evidence_items=3,
 )
 
-# The learned ranker in place of the fusion, opt-in: below the fusion on validation
-# (train/ranker/README.md). Quiet when no experience is more likely related than not: the
-# threshold reads the model's
-# calibrated P(related) (Platt, fitted on out-of-fold training scores), so it is 0.5, not a
-# number chosen on any evaluation set.
-LEARNED_SEARCH = DEFAULT_SEARCH.replace(ranking="learned", quiet_below=0.5)
+# The learned ranker in place of the fusion. Its quiet threshold and relevance floor read its
+# calibrated P(related), so they are the model's own: chosen by train/ranker/train.py on the
+# training data's out-of-fold scores and kept in its card (`models/ranker.json`, "search").
+LEARNED_SEARCH = DEFAULT_SEARCH.replace(ranking="learned", **model_card("ranker.json")["search"])
+
+# Each ranking's recipe, by its name (`Settings.ranking`, CODEMEM_RANKING).
+RECIPES = {"fused": DEFAULT_SEARCH, "learned": LEARNED_SEARCH}
+assert tuple(RECIPES) == RANKINGS

@@ -72,6 +72,13 @@ class SessionSignals:
     # kind ("card": the task and its summary, "step": an edit or error, "message": raw text).
     refs_bm25: dict[str, float] = field(default_factory=dict)
     kind_bm25: dict[str, dict[str, float]] = field(default_factory=dict)
+    # For the learned ranker too: each candidate's field-wise matches with the task
+    # (`ranking/fields.py`), read from the candidates' cards where the learned ranking orders
+    # them (`Memory.signals`).
+    fields: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    # Whether the candidates are conversations (no coding work: `Experience.metadata`), which
+    # the learned ranker never saw; set where their cards are read.
+    conversations: bool = False
 
     @classmethod
     def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],
@@ -174,9 +181,9 @@ def relevance(signals: SessionSignals, key: str, fused: float, other: float, con
 
 def learned_applies(signals: SessionSignals, config: SearchConfig) -> bool:
     """Whether the learned ranker orders these sessions: asked for, and not a memory of
-    commits, whose title, subject and release rankings it has no features for (it was
-    trained on agent sessions); there the fusion ranks."""
-    return config.ranking == "learned" and not signals.commit_ranks
+    commits, whose title, subject and release rankings it has no features for, nor one of
+    conversations (it was trained on agent sessions); there the fusion ranks."""
+    return config.ranking == "learned" and not signals.commit_ranks and not signals.conversations
 
 
 def explain(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> dict[str, object]:

@@ -11,3 +11,11 @@ class Candidate(msgspec.Struct):
     id: str
     score: float
     fields: dict[str, object]  # the store's candidate columns from a retriever, result columns from a read by id
+
+
+class Ranking(msgspec.Struct, frozen=True):
+    """A ranking of a Search's sessions: each one's score (higher first) and, for the first
+    experiences a model ranked, the features that carried their scores (name -> contribution)."""
+
+    scores: dict[str, float]
+    reasons: dict[str, dict[str, float]]

@@ -68,3 +68,20 @@ def test_an_answer_about_conversations_is_not_silenced_by_the_coding_calibration
     _add(memory, "v", "fix", FIX)
     coding = memory.search(SearchRequest(user_id="v", query="Where does Ana like to sit at home?", top_k=20), UNSURE)
     assert coding and all(h.metadata.get("quiet") for h in coding)
+
+
+def test_the_learned_ranking_leaves_a_memory_of_conversations_to_the_fusion(memory: Memory) -> None:
+    from codemem.ranking.recipes import LEARNED_SEARCH
+
+    _add(memory, "u", "work", WORK)
+    _add(memory, "u", "pets", PETS)
+    query = SearchRequest(user_id="u", query="What kind of dog does Ana have now?", top_k=20)
+    learned = memory.search(query, config=LEARNED_SEARCH)
+    fused = memory.search(query, config=LEARNED_SEARCH.replace(ranking="fused"))
+    assert [h.id for h in learned] == [h.id for h in fused]
+    # The model was never asked: no feature carried any score.
+    assert not any("features" in h.metadata for h in learned)
+    _add(memory, "u", "fix", FIX)  # a coding experience among them: the model ranks
+    coding = memory.search(SearchRequest(user_id="u", query="bulk_create TypeError with ignore_conflicts", top_k=20),
+                           config=LEARNED_SEARCH)
+    assert coding[0].session_id == "fix" and "features" in coding[0].metadata

@@ -11,7 +11,7 @@ import pytest
 
 from codemem.ranking.features import FEATURES, as_mapping, candidate_features, candidates
 from codemem.ranking.learned import LearnedRanker, ModelMismatch, packaged
-from codemem.ranking.recipes import DEFAULT_SEARCH
+from codemem.ranking.recipes import DEFAULT_SEARCH, LEARNED_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.ranking.types import Candidate
 
@@ -37,27 +37,30 @@ def _signals() -> SessionSignals:
 def test_the_shipped_model_ranks_a_strong_related_candidate_above_an_unrelated_one() -> None:
     ranker = packaged()
     signals = _signals()
+    signals.fields = {"related": (1.0, 0.9, 0.8, 0.0, 0.7), "f1": (0.2, 0.3, 0.1, 0.0, 0.2)}
     scores = ranker.scores(signals, DEFAULT_SEARCH)
     order = sorted(scores, key=lambda k: -scores[k])
     assert order[0] == "related"
     assert scores["related"] > scores["unrelated"]
     assert order[-1] == "unrelated"  # below the look-alikes too
-    # Calibrated: the clear winner is many times likelier related than the base rate (~7% of
-    # the training candidates), the tail well under it.
-    assert scores["related"] > 0.3 and scores["unrelated"] < 0.05
+    # Calibrated: the clear winner clears the model's own quiet threshold, many times the base
+    # rate (~2% of the training candidates); the tail is well under that rate.
+    assert scores["related"] >= LEARNED_SEARCH.quiet_below and scores["unrelated"] < 0.01
 
 
 def test_features_follow_the_signals() -> None:
     signals = _signals()
+    signals.fields = {"related": (1.0, 0.8, 0.6, 0.0, 0.5)}
     keys = candidates(signals, DEFAULT_SEARCH)
     assert keys[0] == "related" and set(keys) >= {"related", "unrelated", "f1"}
-    by_key = candidate_features(signals, DEFAULT_SEARCH, keys)
+    by_key = candidate_features(signals, keys)
     related, unrelated = as_mapping(by_key["related"]), as_mapping(by_key["unrelated"])
     assert len(by_key["related"]) == len(FEATURES)
     assert related["lexical_rr"] == related["dense_rr"] == related["refs_rr"] == related["location_rr"] == 1.0
-    assert related["lexical_share"] == related["fused"] == 1.0 and related["firsts"] == 4
-    assert unrelated["refs_rr"] == 0.0 and unrelated["location_edited"] == 0.0
-    assert unrelated["dense_gap"] < 0 and unrelated["fused_lead"] < 0
+    assert related["lexical_share"] == related["edited_share"] == 1.0 and related["firsts"] == 4
+    assert related["title_match"] == 1.0 and related["diff_match"] == 0.6
+    assert unrelated["refs_rr"] == 0.0 and unrelated["edited_share"] == 0.0 and unrelated["title_match"] == 0.0
+    assert unrelated["dense_gap"] < 0 and unrelated["bm25_lead"] < 0
 
 
 def test_a_model_trained_on_other_features_is_refused(tmp_path: Path) -> None:
@@ -72,19 +75,47 @@ def test_a_model_trained_on_other_features_is_refused(tmp_path: Path) -> None:
         LearnedRanker.load(tmp_path)
 
 
+def _trajectory(problem: str, f: str, g: str) -> dict[str, object]:
+    """A mini-swe-agent trajectory, as `build_data` replays them: the task, a look at the
+    code, a sed edit, a test run and the submitted diff."""
+    diff = (f"diff --git a/pkg/{f}.py b/pkg/{f}.py\n--- a/pkg/{f}.py\n+++ b/pkg/{f}.py\n"
+            f"@@ -1,2 +1,2 @@ def {g}():\n-    return {g}_old()\n+    return {g}_new()\n")
+    shell = "THOUGHT: {0}\n\n```bash\n{1}\n```"
+    return {"messages": [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer shell."},
+        {"role": "user", "content": f"<pr_description>\nConsider the following PR description:\n{problem}\n"
+                                    "</pr_description>\n\n<instructions>The harness's rules.</instructions>"},
+        {"role": "assistant", "content": shell.format(f"Let me look at {g}.", f"grep -n {g} pkg/{f}.py")},
+        {"role": "user", "content": f"<returncode>0</returncode>\n<output>\n1:def {g}():\n</output>"},
+        {"role": "assistant", "content": shell.format("Fix it.", f"sed -i 's/{g}_old/{g}_new/' pkg/{f}.py")},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"},
+        {"role": "assistant", "content": shell.format("Run the tests.", f"python -m pytest tests/test_{f}.py -q")},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\n3 passed in 0.10s\n</output>"},
+        {"role": "assistant", "content": shell.format("Submit.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached")},
+        {"role": "user", "content": diff},
+    ]}
+
+
+def test_a_trajectory_is_replayed_without_the_system_prompt_or_the_harness_rules() -> None:
+    from train.ranker.build_data import session_messages
+
+    messages = session_messages(_trajectory("Cache key collides", "cache", "resolve_cache_key"))
+    assert [m.role for m in messages[:2]] == ["user", "assistant"] and len(messages) == 9
+    assert messages[0].text.endswith("Cache key collides\n</pr_description>")
+    assert "harness's rules" not in messages[0].text
+
+
 def test_a_search_can_opt_in_to_the_learned_ranking(memory) -> None:  # type: ignore[no-untyped-def]
     from codemem.models import AddRequest, SearchRequest
     from codemem.ranking.recipes import DEFAULT_SEARCH, LEARNED_SEARCH
     from train.ranker.build_data import session_messages
 
-    patch = ("diff --git a/pkg/{f}.py b/pkg/{f}.py\n--- a/pkg/{f}.py\n+++ b/pkg/{f}.py\n"
-             "@@ -1,2 +1,2 @@ def {g}():\n-    return {g}_old()\n+    return {g}_new()\n")
     tasks = [("t1", "Cache key collides for unicode paths in resolve_cache_key", "cache", "resolve_cache_key"),
              ("t2", "Colour bar ticks overlap when the axis is logarithmic", "colorbar", "tick_locator"),
              ("t3", "Timezone offset lost when serialising naive datetimes", "dates", "to_iso")]
     for sid, problem, f, g in tasks:
-        task = {"problem_statement": problem, "files": [f"pkg/{f}.py"], "patch": patch.format(f=f, g=g)}
-        memory.add(AddRequest(request_id=f"{sid}:0", user_id="u", session_id=sid, messages=session_messages(task)))
+        memory.add(AddRequest(request_id=f"{sid}:0", user_id="u", session_id=sid,
+                              messages=session_messages(_trajectory(problem, f, g))))
     query = SearchRequest(user_id="u", query="resolve_cache_key returns the same key for two unicode paths", top_k=3)
     assert DEFAULT_SEARCH.ranking == "fused"  # opt-in only
     hits = memory.search(query, config=LEARNED_SEARCH)

@@ -1,40 +1,59 @@
-"""Training data for the learned ranker: SWE-bench Verified tasks replayed as sessions.
+"""Training data for the learned ranker: SWE-bench Verified tasks replayed as the real agent
+sessions that solved them.
 
-    nice -n 10 python -m train.ranker.build_data --out /tmp/ranker/signals [--repos django,sympy]
+    nice -n 10 python -m train.ranker.build_data --trajectories MIRROR --out /tmp/ranker/signals
 
-For each repository of `swe-verified-reuse` (tasks only, never an evaluation set), a fresh
-in-process `Memory` on a temporary data dir is filled in `number` order, one session per
-task: a user message with the problem statement, then an assistant that reads the touched
-files, applies the human fix hunk by hunk (`Edit` tool calls) and shows it with `git diff`.
-Just before a task of `links.json` is added, its problem statement is searched
-(`Memory.signals`) in a memory holding only the repository's earlier tasks. Each query's
-signals and labels (2 `same_function`, 1 `same_file`, 0 otherwise) are written to
-`<out>/<repo>.jsonl`, one query a line, with session keys replaced by instance ids, so
-features (`codemem.ranking.features`) are computed later without replaying again. A
-repository whose file exists is skipped (delete it to rebuild).
+Each task of `swe-verified-reuse` (tasks only, never an evaluation set) is replayed as a real
+coding-agent trajectory: mini-swe-agent 1.15 with Gemini 3 Pro on SWE-bench Verified, public in
+`gruckion/mini-swe-agent` (`swebench_results/20251118_gemini-3-pro-74pct/trajs/`), which every one
+of the 392 tasks has. `MIRROR` is that repository's git directory (the search tool's
+`fetch github:gruckion/mini-swe-agent`); only the trajectories of the dataset's tasks are read.
+The sessions are long and real: the agent's reasoning, `grep`/`cat`/`sed` output, reproduction
+scripts, test runs, tracebacks, edits and the submitted diff, as in the evaluation's Claude Code
+transcripts. The system prompt is left out, and the first user message ends with the task's
+`</pr_description>` (the harness's generic instructions after it are the same in every session).
+
+All tasks go into one memory, each repository's in `number` order, the repositories interleaved
+by their progress (a task at 40% of its repository's list is added beside the others' 40%), so
+a query meets its repository's earlier tasks among other repositories' sessions, as a noisy
+memory of many repositories does. Just before a task of `links.json` is added, its problem
+statement is searched (`Memory.signals`, `DEFAULT_SEARCH`), and so is every other task's once
+its repository has one in memory: those have no related task in memory, which is what the
+calibration of P(related) must also see (an answer should be quiet for them). The record keeps
+the signals of
+every session then in memory (keys replaced by instance ids), the labels (2 `same_function`,
+1 `same_file`, 0 otherwise) and the query's text. `cards.jsonl` keeps every session's final card
+row (text, refs, metadata), from which card-field features are computed later without replaying.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from codemem.config import Settings
-from codemem.experience.building.patches import patch_hunks
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
+from eval._paths import SHARED_DATA
 
-DATA = Path("/work/shared/data/swe-verified-reuse")
+DATA = SHARED_DATA / "swe-verified-reuse"
+TRAJECTORIES = "swebench_results/20251118_gemini-3-pro-74pct/trajs"
 # Refused as inputs whatever the command line says: the validation sets.
 EXCLUDED = ("swe-contextbench-lite", "past-fixes-dev", "locomo-dev")
+USER = "train"
+CHUNK = 34  # messages per Add, as the evaluation's replay sends them
+CARD_COLUMNS = ("session_key", "text", "refs", "metadata")
+TASK_END = "</pr_description>"
 
 
 def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
@@ -54,20 +73,45 @@ def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[st
     return dict(by_repo), labels
 
 
-def session_messages(task: dict[str, Any]) -> list[Message]:
-    """One task as an agent session: the problem, reading the touched files, the fix as
-    edits, then `git diff` showing the patch (what an agent's tool output would show)."""
-    messages = [Message(role="user", content=task["problem_statement"])]
-    for path in task["files"]:
-        messages.append(Message(role="assistant", content="Tool call Read " + json.dumps({"file_path": path})))
-        messages.append(Message(role="user", content=f"Tool result:\n(contents of {path})"))
-    for hunk in patch_hunks(task["patch"]):
-        edit = {"file_path": hunk.path, "old_string": hunk.old, "new_string": hunk.new}
-        messages.append(Message(role="assistant", content="Tool call Edit " + json.dumps(edit)))
-        messages.append(Message(role="user", content="Tool result:\nThe file has been updated."))
-    messages.append(Message(role="assistant", content="Tool call Bash " + json.dumps({"command": "git diff"})))
-    messages.append(Message(role="user", content="Tool result:\n" + task["patch"]))
-    return messages
+def interleaved(by_repo: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every task, each repository's in its order, repositories interleaved by progress."""
+    keyed = [((i + 0.5) / len(tasks), repo, task) for repo, tasks in by_repo.items() for i, task in enumerate(tasks)]
+    return [task for _, _, task in sorted(keyed, key=lambda t: (t[0], t[1]))]
+
+
+def read_trajectories(mirror: Path, ids: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each instance's trajectory JSON from the mirror's HEAD, in `ids` order (one
+    `git cat-file --batch` for all)."""
+    proc = subprocess.Popen(["git", "--git-dir", str(mirror), "cat-file", "--batch"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for iid in ids:
+            proc.stdin.write(f"HEAD:{TRAJECTORIES}/{iid}/{iid}.traj.json\n".encode())
+            proc.stdin.flush()
+            header = proc.stdout.readline().decode().split()
+            if len(header) < 3 or header[1] == "missing":
+                raise SystemExit(f"no trajectory for {iid} in {mirror} ({' '.join(header)})")
+            body = proc.stdout.read(int(header[2]))
+            proc.stdout.read(1)  # the newline after each object
+            yield iid, json.loads(body)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+
+
+def session_messages(trajectory: dict[str, Any]) -> list[Message]:
+    """A trajectory's messages as Add messages: no system prompt; the task message ends with
+    the task (the harness's instructions after it are left out)."""
+    out = []
+    for msg in trajectory["messages"]:
+        role, content = msg["role"], str(msg["content"])
+        if role not in ("user", "assistant") or not content.strip():
+            continue
+        if not out and role == "user" and TASK_END in content:
+            content = content[: content.index(TASK_END) + len(TASK_END)]
+        out.append(Message(role=role, content=content))
+    return out
 
 
 def signals_record(signals: SessionSignals, names: dict[str, str]) -> dict[str, Any]:
@@ -87,60 +131,67 @@ def signals_from(record: dict[str, Any]) -> SessionSignals:
                           refs_bm25=record["refs_bm25"], kind_bm25=record["kind_bm25"])
 
 
-def replay(repo: str, tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], out: Path,
-           max_tasks: int | None) -> dict[str, float]:
-    """Replay one repository; write its queries to `out`; return its timings."""
-    user = repo
-    names: dict[str, str] = {}
+def replay(tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], mirror: Path, out: Path) -> dict[str, Any]:
+    """Add every task's trajectory in order, searching each linked task first; write the
+    queries (`queries.jsonl`) and the final cards (`cards.jsonl`) to `out`."""
+    names: dict[str, str] = {}  # session key -> instance id
+    repo_of = {t["instance_id"]: t["repo"] for t in tasks}
+    by_id = {t["instance_id"]: t for t in tasks}
     add_s = search_s = 0.0
-    queries = 0
+    adds = messages = 0
     with tempfile.TemporaryDirectory(prefix="ranker-") as tmp, \
-            Memory(Settings(data_dir=str(Path(tmp) / "data"), compact_interval_s=1.0)) as memory, \
-            out.open("w") as f:
-        for task in tasks[:max_tasks]:
-            iid = task["instance_id"]
-            if iid in labels and names:
+            Memory(Settings(data_dir=str(Path(tmp) / "data"))) as memory, \
+            (out / "queries.part").open("w") as f:
+        memory.warm_up()
+        for iid, trajectory in read_trajectories(mirror, [t["instance_id"] for t in tasks]):
+            task = by_id[iid]
+            if any(repo_of[n] == task["repo"] for n in names.values()):
                 t0 = time.perf_counter()
-                signals, _ = memory.signals(user, task["problem_statement"], DEFAULT_SEARCH, DEFAULT_SEARCH.candidates)
+                signals, _ = memory.signals(USER, task["problem_statement"], DEFAULT_SEARCH, DEFAULT_SEARCH.candidates)
                 search_s += time.perf_counter() - t0
                 held = set(names.values())
-                f.write(json.dumps({"query": iid, "repo": repo, "memory": len(names),
-                                    "labels": {k: v for k, v in labels[iid].items() if k in held},
+                f.write(json.dumps({"query": iid, "repo": task["repo"], "text": task["problem_statement"],
+                                    "memory": sorted(held),
+                                    "labels": {k: v for k, v in labels.get(iid, {}).items() if k in held},
                                     "signals": signals_record(signals, names)}) + "\n")
-                queries += 1
+                f.flush()
+            msgs = session_messages(trajectory)
             t0 = time.perf_counter()
-            memory.add(AddRequest(user_id=user, session_id=iid, request_id=f"{iid}:0",
-                                  messages=session_messages(task)))
+            for n, start in enumerate(range(0, len(msgs), CHUNK)):
+                memory.add(AddRequest(user_id=USER, session_id=iid, request_id=f"{iid}:{n}",
+                                      messages=msgs[start:start + CHUNK]))
+                adds += 1
+            memory.refresh_session(USER, iid)  # the card as a finished session has it
             add_s += time.perf_counter() - t0
-            names[key_of(user, iid)] = iid
-    return {"tasks": len(names), "queries": queries, "add_s": round(add_s, 1), "search_s": round(search_s, 1)}
+            messages += len(msgs)
+            names[key_of(USER, iid)] = iid
+            print(f"{len(names)}/{len(tasks)} {iid}: {len(msgs)} messages", flush=True)
+        cards = memory.store.user_rows(key_of(USER), "card", list(CARD_COLUMNS))
+    with (out / "cards.part").open("w") as f:
+        for card in cards:
+            if (iid := names.get(str(card["session_key"]))) is not None:
+                f.write(json.dumps({"id": iid, **{c: card[c] for c in CARD_COLUMNS if c != "session_key"}}) + "\n")
+    (out / "queries.part").rename(out / "queries.jsonl")
+    (out / "cards.part").rename(out / "cards.jsonl")
+    return {"tasks": len(names), "messages": messages, "adds": adds, "add_s": round(add_s, 1),
+            "search_s": round(search_s, 1)}
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--trajectories", type=Path, required=True,
+                    help="git directory of github:gruckion/mini-swe-agent (the search tool's fetch)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/ranker/signals"))
-    ap.add_argument("--repos", default="", help="comma-separated repository names (default: all)")
-    ap.add_argument("--max-tasks", type=int, default=None, help="replay only each repository's first N tasks")
+    ap.add_argument("--max-tasks", type=int, default=None, help="replay only the first N tasks (a smoke run)")
     args = ap.parse_args(argv)
     by_repo, labels = load(args.data)
-    wanted = [r for r in args.repos.split(",") if r]
     args.out.mkdir(parents=True, exist_ok=True)
-    timings = {}
-    for repo, tasks in sorted(by_repo.items(), key=lambda kv: len(kv[1])):
-        if wanted and not any(w in repo for w in wanted):
-            continue
-        path = args.out / (repo.replace("/", "+") + ".jsonl")
-        if path.exists():
-            print(f"{repo}: {path} exists, skipped", flush=True)
-            continue
-        part = path.with_suffix(".part")
-        t0 = time.perf_counter()
-        timings[repo] = replay(repo, tasks, labels, part, args.max_tasks)
-        part.rename(path)
-        timings[repo]["wall_s"] = round(time.perf_counter() - t0, 1)
-        print(f"{repo}: {timings[repo]}", flush=True)
-    (args.out / f"timings-{int(time.time())}.json").write_text(json.dumps(timings, indent=1))
+    t0 = time.perf_counter()
+    timings = replay(interleaved(by_repo)[: args.max_tasks], labels, args.trajectories, args.out)
+    timings["wall_s"] = round(time.perf_counter() - t0, 1)
+    (args.out / "timings.json").write_text(json.dumps(timings, indent=1))
+    print(json.dumps(timings), flush=True)
 
 
 if __name__ == "__main__":

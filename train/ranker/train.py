@@ -35,14 +35,22 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from codemem.ranking.features import CANDIDATE_DEPTH, FEATURES, feature_rows
+from codemem.ranking.features import CANDIDATE_DEPTH, FEATURES, candidate_features, candidates
+from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from train.ranker.build_data import signals_from
 
 GRID = {"num_leaves": (7, 15), "n_estimators": (100, 300)}
 FIXED = {"objective": "lambdarank", "learning_rate": 0.05, "min_child_samples": 20, "subsample": 0.8,
          "subsample_freq": 1, "colsample_bytree": 0.8, "reg_lambda": 1.0, "random_state": 0, "n_jobs": 1,
-         "verbose": -1, "lambdarank_truncation_level": 10}
+         "verbose": -1, "lambdarank_truncation_level": 10,
+         # Every feature says "more related" as it grows (features.py): the model is held to it.
+         "monotone_constraints": [1] * len(FEATURES), "monotone_constraints_method": "advanced"}
+# The answer's shape under the learned ranking (`LEARNED_SEARCH` reads them from the card): an
+# experience below this share of the best one's P(related) is left out where at most this
+# share of the related experiences among the first `FLOOR_DEPTH` would be.
+FLOOR_MISSES = 0.05
+FLOOR_DEPTH = 10
 SELECT_BY = "mrr"
 FIGURES = ("hit@1", "hit@5", "mrr", "useful@1")
 
@@ -60,19 +68,27 @@ class Query:
 
 
 def load_queries(path: Path) -> list[Query]:
+    """Every query `build_data` recorded, with its candidates' features: the signals as the
+    Search had them, and the card fields read from the cards the memory then held (each
+    session's card is final once it is added, so `cards.jsonl` holds the same)."""
+    cards = {}
+    for line in (path / "cards.jsonl").read_text().splitlines():
+        card = json.loads(line)
+        cards[card["id"]] = CardFields.of(card["text"], card["metadata"])
     out = []
-    for file in sorted(path.glob("*.jsonl")):
-        for line in file.read_text().splitlines():
-            rec = json.loads(line)
-            signals = signals_from(rec["signals"])
-            keys, rows = feature_rows(signals, DEFAULT_SEARCH, CANDIDATE_DEPTH)
-            if not keys:
-                continue
-            labels = rec["labels"]
-            out.append(Query(rec["query"], rec["repo"], keys, np.asarray(rows, dtype=np.float64),
-                             np.asarray([labels.get(k, 0) for k in keys], dtype=np.int32),
-                             np.asarray([signals.bm25.get(k, -1.0) for k in keys]),
-                             np.asarray([signals.cosine.get(k, -2.0) for k in keys]), len(labels)))
+    for line in (path / "queries.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        signals = signals_from(rec["signals"])
+        keys = candidates(signals, DEFAULT_SEARCH, CANDIDATE_DEPTH)
+        if not keys:
+            continue
+        signals.fields = field_matches(rec["text"], {k: cards[k] for k in keys})
+        vectors = candidate_features(signals, keys)
+        labels = rec["labels"]
+        out.append(Query(rec["query"], rec["repo"], keys, np.asarray([vectors[k] for k in keys], dtype=np.float64),
+                         np.asarray([labels.get(k, 0) for k in keys], dtype=np.int32),
+                         np.asarray([signals.bm25.get(k, -1.0) for k in keys]),
+                         np.asarray([signals.cosine.get(k, -2.0) for k in keys]), len(labels)))
     return out
 
 
@@ -198,6 +214,49 @@ def calibration_figures(p: np.ndarray, related: np.ndarray) -> dict[str, Any]:
             "brier": round(float(np.mean((p - related) ** 2)), 4), "bins": bins}
 
 
+def platt(score: np.ndarray, a: float, b: float) -> np.ndarray:
+    return 1 / (1 + np.exp(-(a * score + b)))
+
+
+def first_of_each(queries: Sequence[Query], probabilities: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's best P(related), and whether that candidate is related."""
+    best = [int(np.argmax(p)) for p in probabilities]
+    return (np.asarray([p[i] for p, i in zip(probabilities, best, strict=True)]),
+            np.asarray([q.y[i] > 0 for q, i in zip(queries, best, strict=True)]))
+
+
+def choose_quiet_below(queries: Sequence[Query], probabilities: Sequence[np.ndarray]) -> float:
+    """The P(related) that best tells an answer whose first experience is related from one
+    whose first is not (nothing related in memory, or a look-alike first): Youden's J, the
+    share of the first kind loud minus the share of the second kind loud, on out-of-fold
+    scores of every query."""
+    top, related = first_of_each(queries, probabilities)
+    cuts = np.unique(np.round(top, 3))
+    j = [float(np.mean(top[related] >= c) - np.mean(top[~related] >= c)) for c in cuts]
+    return float(cuts[int(np.argmax(j))])
+
+
+def choose_floor(queries: Sequence[Query], probabilities: Sequence[np.ndarray]) -> float:
+    """The largest share of the best candidate's P(related) that at most `FLOOR_MISSES` of the
+    related candidates among each query's first `FLOOR_DEPTH` fall below (out-of-fold)."""
+    shares = []
+    for q, p in zip(queries, probabilities, strict=True):
+        order = np.argsort(-p, kind="stable")[:FLOOR_DEPTH]
+        shares += [p[i] / p[order[0]] for i in order if q.y[i] > 0]
+    return float(np.floor(np.quantile(shares, FLOOR_MISSES) * 100) / 100) if shares else 0.0
+
+
+def quiet_figures(queries: Sequence[Query], probabilities: Sequence[np.ndarray], threshold: float) -> dict[str, float]:
+    """How often an answer is quiet (no candidate's P(related) reaches `threshold`) when
+    nothing related is in memory (it should be), and loud when the first experience is
+    related (it should be), on out-of-fold scores."""
+    top, related = first_of_each(queries, probabilities)
+    absent = np.asarray([q.related == 0 for q in queries])
+    return {"quiet_when_nothing_related": round(float(np.mean(top[absent] < threshold)), 3),
+            "loud_when_first_related": round(float(np.mean(top[related] >= threshold)), 3),
+            "loud_when_first_unrelated": round(float(np.mean(top[~related & ~absent] >= threshold)), 3)}
+
+
 def commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -219,8 +278,12 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     signals_hash = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(args.signals.glob("*.jsonl")))).hexdigest()
     queries = load_queries(args.signals)
+    # Ranking is learned and scored on the queries with a related task in memory; the others
+    # (nothing related in memory) count for the calibration and for how often an answer is quiet.
+    every, queries = queries, [q for q in queries if q.related > 0]
     repos = sorted({q.repo for q in queries})
-    data = {"queries": len(queries), "candidates": int(sum(len(q.keys) for q in queries)),
+    data = {"queries": len(queries), "queries_nothing_related": len(every) - len(queries),
+            "candidates": int(sum(len(q.keys) for q in every)),
             "related_candidates": int(sum((q.y > 0).sum() for q in queries)),
             "queries_with_related_candidate": int(sum(q.y.max() > 0 for q in queries)),
             "by_repo": {r: sum(q.repo == r for q in queries) for r in repos}}
@@ -229,7 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     base = {name: rounded(figures(queries, s)) for name, s in baselines(queries).items()}
     held, chosen = nested(queries)
     params, table = choose(queries)  # the shipped model's grid point, and the plain LORO table
-    oof = loro(queries, params)
+    oof = loro(every, params)
     cv = {"learned (nested)": rounded(figures(queries, held)), **base}
     gain = {name: paired_gain(queries, held, s) for name, s in baselines(queries).items()}
     per_repo = {}
@@ -241,9 +304,13 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(cv, indent=1), json.dumps(gain, indent=1), flush=True)
 
     score = np.concatenate(oof)
-    related = np.concatenate([(q.y > 0).astype(float) for q in queries])
+    related = np.concatenate([(q.y > 0).astype(float) for q in every])
     a, b = fit_platt(score, related)
-    calib = calibration_figures(1 / (1 + np.exp(-(a * score + b))), related)
+    calib = calibration_figures(platt(score, a, b), related)
+    probabilities = [platt(s, a, b) for s in oof]
+    search = {"quiet_below": choose_quiet_below(every, probabilities), "relevance_floor": choose_floor(queries, [
+        platt(s, a, b) for s, q in zip(oof, every, strict=True) if q.related > 0])}
+    shape = search | quiet_figures(every, probabilities, search["quiet_below"])
 
     t1 = time.perf_counter()
     model = fit(queries, params)
@@ -254,6 +321,7 @@ def main(argv: list[str] | None = None) -> None:
         "model_id": f"codemem-ranker-{signals_hash[:8]}-{params['num_leaves']}x{params['n_estimators']}",
         "features": list(FEATURES), "candidate_depth": CANDIDATE_DEPTH,
         "params": {**FIXED, **params}, "calibration": {"kind": "platt", "a": a, "b": b, **calib},
+        "search": search, "answer_shape": shape,
         "trained_on": {"data": "swe-verified-reuse (tasks.jsonl, links.json)", "signals_sha256": signals_hash,
                        "commit": commit(), **data},
         "cv": {"note": "leave-one-repository-out on the training data (not validation)", "figures": cv,
@@ -267,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
     (args.out / "ranker.json").write_text(json.dumps(card, indent=1) + "\n")
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(card, indent=1))
-    print(json.dumps({k: card[k] for k in ("model_id", "params", "calibration", "fit_s", "total_s")}, indent=1))
+    print(json.dumps({k: card[k] for k in ("model_id", "params", "calibration", "answer_shape", "fit_s", "total_s")}, indent=1))
 
 
 if __name__ == "__main__":
