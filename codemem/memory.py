@@ -26,7 +26,7 @@ from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
-from codemem.ranking.assemble import FoundExperience, group_by_session
+from codemem.ranking.assemble import group_by_session
 from codemem.ranking.card_indexes import CardIndexes
 from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
@@ -41,7 +41,6 @@ from codemem.ranking.relevance import (
     runner_up,
     session_ranks,
 )
-from codemem.ranking.rerank import RerankCandidate, Reranker, reorder
 from codemem.ranking.rrf import rrf
 from codemem.ranking.strategy import rank_sessions
 from codemem.ranking.subjects import SubjectIndex
@@ -65,12 +64,10 @@ EXPLAINED = 10
 
 class Memory:
     def __init__(self, settings: Settings, embedder: Embedder | None = None,
-                 search: SearchConfig | None = None, reranker: Reranker | None = None) -> None:
-        """`search`: how to search (default: the settings' `search_config()`); `reranker`:
-        a relevance model that reorders the first experiences (none by default)."""
+                 search: SearchConfig | None = None) -> None:
+        """`search`: how to search (default: the settings' `search_config()`)."""
         self.settings = settings
         self.search_config = search or settings.search_config()
-        self.reranker = reranker
         self._locations = CardIndexes(LocationIndex)
         self._subjects = CardIndexes(SubjectIndex)
         self._releases = CardIndexes(ReleaseIndex)
@@ -367,8 +364,6 @@ class Memory:
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
-        if self.reranker is not None and config.rerank_depth > 0:
-            groups = self._rerank(text, groups[: config.rerank_depth]) + groups[config.rerank_depth:]
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
         for key, carried in ranking.reasons.items():
@@ -446,13 +441,6 @@ class Memory:
         first (`ranking/releases.py`); none when it names none."""
         version = releases.reported(text)
         return {} if version is None else dict.fromkeys(releases.since(version, candidates), 1)
-
-    def _rerank(self, text: str, groups: list[FoundExperience]) -> list[FoundExperience]:
-        """`groups` reordered by the reranker, which reads the task and each card."""
-        assert self.reranker is not None
-        cards = {c.id: str(c.fields.get("text", "")) for c in self.store.by_ids([g.card.id for g in groups])}
-        scores = self.reranker(text, [RerankCandidate(g.session_key, cards.get(g.card.id, ""), g.score) for g in groups])
-        return reorder(groups, scores)
 
     def experience(self, user_id: str, ref: str) -> list[Hit]:
         """One whole experience of this user: its card, then its evidence in session order

@@ -69,9 +69,6 @@ class SearchConfig:
     quiet_first_evidence_chars: int
     quiet_card_chars: int
     quiet_budget_tokens: int  # and at most this many tokens, loose evidence included
-    # How many of the first experiences a reranker (`ranking/rerank.py`), when one is
-    # given, reorders.
-    rerank_depth: int
     # Evidence inlined under the best experience's card, and under each of the others:
     # characters, and how many evidence items are read for it.
     first_evidence_chars: int
@@ -155,7 +152,6 @@ DEFAULT_SEARCH = SearchConfig(
     quiet_card_chars=300,
     # Room for all of that, and for a small memory's images after it.
     quiet_budget_tokens=8_000,
-    rerank_depth=20,
     # Enough that a reader whose window holds only the first ~8k tokens gets the best
     # experience whole (replay: the gold share of the first 8k tokens is 0.55 at 60k
     # characters against 0.39 at 24k, with the same hit@k).

@@ -3,15 +3,12 @@ experience was returned."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from codemem.config import Settings
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message, SearchRequest
 from codemem.ranking.recipes import DEFAULT_SEARCH
-from codemem.ranking.rerank import RerankCandidate, reorder
 
 FIX = [
     "QuerySet.bulk_create() crashes with a TypeError when ignore_conflicts=True on PostgreSQL",
@@ -85,26 +82,6 @@ def test_quiet_is_off_when_its_threshold_is_zero(memory: Memory) -> None:
     hits = _search(memory, "kubernetes ingress timeout", SURE.replace(relevance_coefficients=(-50.0, 0, 0, 0, 0),
                                                                        quiet_below=0.0))
     assert not any(h.metadata.get("quiet") for h in hits)
-
-
-def test_a_reranker_reorders_the_first_experiences(memory: Memory) -> None:
-    _fill(memory)
-    seen: list[Sequence[RerankCandidate]] = []
-
-    def last_first(query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
-        seen.append(candidates)
-        return [float(i) for i in range(len(candidates))]
-
-    plain = [h.session_id for h in _search(memory, QUERY, SURE.replace(relevance_floor=0.0)) if h.metadata["kind"] == "card"]
-    memory.reranker = last_first
-    reranked = [h.session_id for h in _search(memory, QUERY, SURE.replace(relevance_floor=0.0, rerank_depth=2))
-                if h.metadata["kind"] == "card"]
-    assert reranked[:2] == plain[:2][::-1] and reranked[2:] == plain[2:]
-    assert seen and "bulk_create" in seen[0][0].card
-
-
-def test_reorder_keeps_the_tail() -> None:
-    assert reorder(["a", "b", "c", "d"], [0.1, 0.9]) == ["b", "a", "c", "d"]
 
 
 def test_a_deployment_cannot_set_a_threshold_outside_zero_to_one() -> None:

@@ -1,1 +1,0 @@
-"""Training of the experience reranker that codemem.ranking.rerank runs (see README.md)."""
