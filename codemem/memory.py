@@ -28,7 +28,7 @@ from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.ranking.assemble import group_by_session
 from codemem.ranking.card_indexes import CardIndexes
-from codemem.ranking.fields import CardFields, field_matches
+from codemem.ranking.fields import FieldIndex, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.merged import name_matched_commits
 from codemem.ranking.query import Query, parse_query
@@ -71,6 +71,7 @@ class Memory:
         self._locations = CardIndexes(LocationIndex)
         self._subjects = CardIndexes(SubjectIndex)
         self._releases = CardIndexes(ReleaseIndex)
+        self._fields = CardIndexes(FieldIndex)  # built only where the learned ranking is asked for
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim)
         self.compactor = Compactor(
@@ -232,17 +233,19 @@ class Memory:
         for r in rows:
             if r.kind == "card":
                 by_user.setdefault(r.user_key, []).append({"session_key": r.session_key, "refs": r.refs,
-                                                           "metadata": r.metadata})
+                                                           "metadata": r.metadata, "text": r.text})
         for user_key, cards in by_user.items():
             self._locations.put(user_key, cards)
             self._subjects.put(user_key, cards)
             self._releases.put(user_key, cards)
+            self._fields.put(user_key, cards)
 
     def _forget_indexes(self, user_key: str | None) -> None:
         """Rows were deleted: the card indexes of `user_key` (every user's: None) are read again."""
         self._locations.forget(user_key)
         self._subjects.forget(user_key)
         self._releases.forget(user_key)
+        self._fields.forget(user_key)
 
     def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None,
                       before: sessions.SessionState) -> sessions.Derived | None:
@@ -406,21 +409,22 @@ class Memory:
             commit_ranks["since"] = self._since(text, self._releases.get(user_key, cards, version), candidates)
         signals = SessionSignals.of(found, location, commit_ranks)
         if learned_applies(signals, config):
-            self._read_fields(text, signals, config)
+            fields = self._fields.get(user_key, lambda: self.store.user_rows(user_key, "card", ["session_key", "text", "metadata"]),
+                                      version)
+            self._match_fields(text, signals, config, fields)
         return signals, items
 
-    def _read_fields(self, text: str, signals: SessionSignals, config: SearchConfig) -> None:
-        """The learned ranker's candidates' field-wise matches with `text`, from their cards;
-        or, where every candidate is a conversation, that they are."""
+    @staticmethod
+    def _match_fields(text: str, signals: SessionSignals, config: SearchConfig, index: FieldIndex) -> None:
+        """The learned ranker's candidates' field-wise matches with `text`; or, where every
+        candidate is a conversation, that they are."""
         from codemem.ranking.learned import packaged
 
-        keys = packaged().candidates(signals, config)
-        cards = {str(c.fields["session_key"]): c.fields for c in self.store.by_ids([sessions.card_id(k) for k in keys])}
-        metadata = {k: msgspec.json.decode(str(card["metadata"] or "{}")) for k, card in cards.items()}
-        if metadata and all(m.get(CONVERSATION) for m in metadata.values()):
+        cards = {k: index.cards[k] for k in packaged().candidates(signals, config) if k in index.cards}
+        if cards and all(card.conversation for card in cards.values()):
             signals.conversations = True
-            return
-        signals.fields = field_matches(text, {k: CardFields.of(str(card["text"]), metadata[k]) for k, card in cards.items()})
+        else:
+            signals.fields = field_matches(text, cards)
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, config: SearchConfig,
                       limit: int) -> dict[str, dict[str, int]]:

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from codemem.experience.building.render import card_sections, headline
+from codemem.experience.types import CONVERSATION
+from codemem.ranking.card_indexes import CardIndex
 from codemem.ranking.query import IGNORED
 
 FIELDS = ("title", "task", "diff", "errors", "files")
@@ -60,21 +62,40 @@ class CardFields:
     diff: frozenset[str]
     errors: frozenset[str]
     files: frozenset[str]  # the files (and symbols) it edited and read
+    conversation: bool = False  # a session with no coding work (`Experience.metadata`)
 
     @classmethod
     def of(cls, text: str, metadata: str | Mapping[str, object] | None) -> CardFields:
         """From a card row's `text` and `metadata` (JSON or decoded)."""
-        meta = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        meta = json.loads(metadata or "{}") if isinstance(metadata, str) else (metadata or {})
         sections = dict(card_sections(text))
         task = sections.get("Task", "")
         errors = meta.get("errors") or []
         return cls(title=words(headline(task)), task=words(task), diff=words(sections.get("Final diff", "")),
                    errors=words("\n".join(str(e) for e in errors) if isinstance(errors, list) else str(errors)),
-                   files=words(sections.get("Edited", "") + "\n" + sections.get("Also read", "")))
+                   files=words(sections.get("Edited", "") + "\n" + sections.get("Also read", "")),
+                   conversation=bool(meta.get(CONVERSATION)))
 
     @property
     def every(self) -> frozenset[str]:
         return self.title | self.task | self.diff | self.errors | self.files
+
+
+class FieldIndex(CardIndex):
+    """One user's cards' fields by session key (`card_indexes.CardIndexes` keeps it current),
+    so that a Search matches its candidates without reading their cards."""
+
+    def __init__(self, cards: dict[str, CardFields] | None = None) -> None:
+        self.cards: dict[str, CardFields] = cards or {}
+
+    def put(self, cards: Iterable[Mapping[str, object]]) -> None:
+        """Add these card rows (`session_key`, `text`, `metadata`), each replacing its session's."""
+        for card in cards:
+            self.cards[str(card["session_key"])] = CardFields.of(str(card.get("text") or ""),
+                                                                str(card.get("metadata") or "{}"))
+
+    def copy(self) -> FieldIndex:
+        return FieldIndex(dict(self.cards))
 
 
 def idf(cards: Iterable[CardFields]) -> dict[str, float]:

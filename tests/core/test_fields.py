@@ -61,3 +61,34 @@ def test_errors_match_only_where_the_query_names_one() -> None:
     assert _by_name(named, "a")["errors"] == 1.0 and _by_name(named, "b")["errors"] == 0.0
     unnamed = field_matches("Serialising is slow for tzinfo values", cards)
     assert _by_name(unnamed, "a")["errors"] == 0.0
+
+
+def test_the_field_index_takes_a_sessions_new_card_in_place_of_its_old_one() -> None:
+    from codemem.ranking.fields import FieldIndex
+
+    def row(key: str, task: str) -> dict[str, object]:
+        return {"session_key": key, "text": f"## Task\n{task} crashes on save", "metadata": "{}"}
+
+    index = FieldIndex.of_cards([row("a", "Widget"), row("b", "Gadget")])
+    later = index.with_cards([row("a", "Sprocket")])
+    assert later.cards["a"].title == {"sprocket", "crashes", "save"} and "gadget" in later.cards["b"].title
+    assert "widget" in index.cards["a"].title  # a Search reading the old index meanwhile sees it whole
+
+
+def test_a_search_matches_a_card_added_after_its_memorys_fields_were_read(memory) -> None:  # type: ignore[no-untyped-def]
+    from codemem.models import AddRequest, Message, SearchRequest
+    from codemem.ranking.recipes import LEARNED_SEARCH
+    from codemem.store.schema import key_of
+
+    def add(sid: str, task: str) -> None:
+        memory.add(AddRequest(f"{sid}:0", "u", sid, [Message("user", task), Message(
+            "assistant", "Tool call Edit {\"file_path\": \"pkg/core.py\", \"old_string\": \"a\", \"new_string\": \"b\"}")]))
+
+    add("s1", "Colour bar ticks overlap on a logarithmic axis")
+    query = SearchRequest(user_id="u", query="Sparse matrix transpose loses its dtype\n\nA longer report.", top_k=5)
+    memory.search(query, config=LEARNED_SEARCH)  # the fields are read now
+    add("s2", "Sparse matrix transpose loses its dtype")
+    hits = memory.search(query, config=LEARNED_SEARCH)
+    assert hits[0].session_id == "s2"
+    signals, _ = memory.signals("u", query.query, LEARNED_SEARCH, 50)
+    assert signals.fields[key_of("u", "s2")][FIELDS.index("title")] == pytest.approx(1.0)  # its twin title
