@@ -62,7 +62,7 @@ def _commit_lines(hit: Hit, card: str, sha: str) -> list[str]:
         lines.append("files: " + _joined(files))
     if numbers:
         lines.append("refs: " + ", ".join(f"#{n}" for n in numbers))
-    if after := meta.get("after_release"):  # codemem/gitreleases.py
+    if after := meta.get("after_release"):  # codemem/git/releases.py
         lines.append(f"landed after release {after}")
     lines.append(f"open: git show {sha[:12]}")
     return lines

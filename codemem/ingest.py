@@ -26,18 +26,18 @@ from tqdm import tqdm
 
 from codemem.embedding import MINILM_NAME, MiniLMEmbedder
 from codemem.experience.types import Experience
-from codemem.gitlog import (
+from codemem.git.log import (
     CommitRecord,
     commit_count,
     commit_to_experience,
     iter_changes,
     mainline_shas,
 )
-from codemem.gitreleases import Releases
-from codemem.gitstale import Staleness
+from codemem.git.releases import Releases
+from codemem.git.repo_id import git_top_level
+from codemem.git.staleness import Staleness
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
-from codemem.repo_id import git_top_level
 from codemem.transcripts import Transcript, iter_transcripts_from_tar, load_claude_code_jsonl
 
 # A commit's diff is kept as its raw message up to this size; the card holds the trimmed view.
@@ -172,7 +172,7 @@ def ingest_git(
     """One experience per change of the first-parent line (a merged pull request is one,
     with its branch's commits). Changes stored before are not read again, so a re-run adds
     only new commits. A change whose code a later change edited says so on its card
-    (``codemem.gitstale``); each names the release it came after (``codemem.gitreleases``).
+    (``codemem.git.staleness``); each names the release it came after (``codemem.git.releases``).
     The store is compacted (and its indexes brought up to date) once at the end, so the
     first Search after an import does not scan a fragment per batch.
 

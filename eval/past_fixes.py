@@ -76,7 +76,7 @@ def bm25_ranks(repo: Path, tasks: list[dict[str, Any]], top_k: int) -> tuple[lis
     too); returns ranks, seconds."""
     import bm25s
 
-    from codemem.gitlog import iter_changes
+    from codemem.git.log import iter_changes
 
     t0 = time.perf_counter()
     shas: list[str] = []

@@ -1,7 +1,7 @@
 """Staleness precision and recall on a real history: is "changed since" right?
 
 An import flags a change when a later change of the first-parent line edited the same code
-(a file's symbol named by the diff's hunks, ``codemem.gitstale``). The ground truth here is
+(a file's symbol named by the diff's hunks, ``codemem.git.staleness``). The ground truth here is
 git's own line tracking: for each (file, function) a sampled change edited, ``git log -L
 :<function>:<file> <sha>..<tip>`` lists the later commits that touched that function's
 lines (as the function stands at the tip, in the file it was renamed to if it was); the
@@ -28,9 +28,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codemem.gitfacts import is_test_path
-from codemem.gitlog import ATTRIBUTES, JS_FUNCNAME, commit_to_experience, iter_changes
-from codemem.gitstale import Staleness
+from codemem.git.facts import is_test_path
+from codemem.git.log import ATTRIBUTES, JS_FUNCNAME, commit_to_experience, iter_changes
+from codemem.git.staleness import Staleness
 from eval._paths import RESULTS
 from eval._provenance import finish, provenance
 

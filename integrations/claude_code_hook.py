@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import msgspec
 
 from codemem.config import Settings, is_object_storage
-from codemem.repo_id import repo_user_id
+from codemem.git.repo_id import repo_user_id
 
 if TYPE_CHECKING:
     from codemem.embedding import Embedder

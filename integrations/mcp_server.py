@@ -6,7 +6,7 @@ the query encoder are opened on a background thread, and the first tool call wai
 is left. A search needs only the ONNX query encoder that an earlier export cached
 (`codemem.onnx_encoder`, ~0.3 s, no torch); the model itself (~10 s) is loaded at start-up
 only when no such encoder is cached, else by the first tool call that stores something. A tool given no `user_id` uses the memory of the
-repository the server was started in (`codemem.repo_id`), so "this repository's memory"
+repository the server was started in (`codemem.git.repo_id`), so "this repository's memory"
 needs no configuration.
 """
 
@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 
 from codemem.config import Settings
 from codemem.errors import CodememError
+from codemem.git.repo_id import repo_user_id
 from codemem.models import AddRequest, Message, SearchRequest
-from codemem.repo_id import repo_user_id
 from integrations import mcp_text
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from codemem.gitreleases import Releases
+from codemem.git.releases import Releases
 from codemem.ingest import ingest_git
 from codemem.memory import Memory
 from codemem.models import SearchRequest

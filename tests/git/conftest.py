@@ -1,11 +1,11 @@
-"""Session fixture: the history repository described in gitlog_helpers."""
+"""Session fixture: the history repository described in git_helpers."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from gitlog_helpers import (
+from git_helpers import (
     BASE,
     DATES_JS,
     DATES_JS_2,

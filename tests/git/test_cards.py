@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gitlog_helpers import HistoryRepo, commit, init_repo, write
+from git_helpers import HistoryRepo, commit, init_repo, write
 
-from codemem.gitlog import CommitRecord, commit_to_experience, iter_commits
+from codemem.git.log import CommitRecord, commit_to_experience, iter_commits
 
 
 def record(history_repo: HistoryRepo, name: str) -> CommitRecord:

@@ -1,4 +1,4 @@
-"""iter_changes and gitfacts: a merged branch is one change with its commits; what a change
+"""iter_changes and git.facts: a merged branch is one change with its commits; what a change
 says about itself (PR, issues it closes, tests, error strings) reaches its card and terms."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitlog_helpers import HistoryRepo, commit, init_repo, write
+from git_helpers import HistoryRepo, commit, init_repo, write
 
-from codemem.gitfacts import change_facts, is_test_path, pr_number
-from codemem.gitlog import commit_to_experience, iter_changes, mainline_shas
+from codemem.git.facts import change_facts, is_test_path, pr_number
+from codemem.git.log import commit_to_experience, iter_changes, mainline_shas
 from parsers import parse_diff
 
 
@@ -113,7 +113,7 @@ def test_a_missing_object_skips_the_changes_that_need_it_not_the_walk(tmp_path: 
     read = [r.sha for r in iter_changes(str(tmp_path), skipped=skipped)]
     assert read == [shas[3], shas[0]]
     assert skipped == [shas[2], shas[1]]
-    warned = [r.getMessage() for r in caplog.records if r.name == "codemem.gitlog"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "codemem.git.log"]
     assert len(warned) == 2 and shas[2][:12] in warned[0] and blob in warned[0]
     assert "missing" in warned[0]
 

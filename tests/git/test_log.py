@@ -9,10 +9,10 @@ from pathlib import Path
 
 import git
 import pytest
-from gitlog_helpers import BASE, HistoryRepo, commit, commit_raw, init_repo, write
+from git_helpers import BASE, HistoryRepo, commit, commit_raw, init_repo, write
 
-from codemem import gitlog
-from codemem.gitlog import CommitRecord, iter_commits
+from codemem.git import log as gitlog
+from codemem.git.log import CommitRecord, iter_commits
 
 
 def shas_of(records: list[CommitRecord]) -> list[str]:

@@ -27,8 +27,8 @@ import git
 import msgspec
 
 from codemem.experience.types import Experience
-from codemem.repo_id import repo_user_id
-from codemem.versions import VERSION, parse_version
+from codemem.git.repo_id import repo_user_id
+from codemem.git.versions import VERSION, parse_version
 
 __all__ = ["Releases"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitlog_helpers import commit, init_repo, write
+from git_helpers import commit, init_repo, write
 
-from codemem.gitlog import commit_to_experience, iter_changes
-from codemem.gitstale import Staleness
+from codemem.git.log import commit_to_experience, iter_changes
+from codemem.git.staleness import Staleness
 
 
 def _module(alpha: str, beta: str) -> str:

@@ -37,7 +37,7 @@ import parsers
 from codemem.clip import clip
 from codemem.experience.building.render import render_card
 from codemem.experience.types import Experience, ExperienceCard, StepRecord
-from codemem.gitfacts import change_facts
+from codemem.git.facts import change_facts
 from parsers.types import CodeRefs, DiffFile, unique
 
 __all__ = [

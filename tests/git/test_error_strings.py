@@ -1,6 +1,6 @@
 """A change's "Errors seen" are the messages its code raises, throws, logs or fails with, not
 the marked-up spans of a changelog or documentation diff (reST's :class:`~io.StringIO`), type
-expressions (``ErrorHandlerCallable[Exception]``) or a warning's text (codemem/gitfacts.py)."""
+expressions (``ErrorHandlerCallable[Exception]``) or a warning's text (codemem/git/facts.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codemem.gitfacts import change_facts, is_doc_path
-from codemem.gitlog import commit_to_experience, iter_changes
+from codemem.git.facts import change_facts, is_doc_path
+from codemem.git.log import commit_to_experience, iter_changes
 from parsers import parse_diff
 from tests.history import build_history
 
