@@ -26,13 +26,9 @@ from tqdm import tqdm
 
 from codemem.embedding import MINILM_NAME, MiniLMEmbedder
 from codemem.experience.types import Experience
-from codemem.git.log import (
-    CommitRecord,
-    commit_count,
-    commit_to_experience,
-    iter_changes,
-    mainline_shas,
-)
+from codemem.git.cards import commit_to_experience
+from codemem.git.log import commit_count, iter_changes, mainline_shas
+from codemem.git.records import CommitRecord
 from codemem.git.releases import Releases
 from codemem.git.repo_id import git_top_level
 from codemem.git.staleness import Staleness

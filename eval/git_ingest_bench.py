@@ -27,7 +27,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from codemem.git.log import commit_to_experience, iter_changes  # noqa: E402
+from codemem.git.cards import commit_to_experience  # noqa: E402
+from codemem.git.log import iter_changes  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 

@@ -28,8 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from codemem.git.cards import commit_to_experience
 from codemem.git.facts import is_test_path
-from codemem.git.log import ATTRIBUTES, JS_FUNCNAME, commit_to_experience, iter_changes
+from codemem.git.log import iter_changes
+from codemem.git.records import ATTRIBUTES, JS_FUNCNAME
 from codemem.git.staleness import Staleness
 from eval._paths import RESULTS
 from eval._provenance import finish, provenance

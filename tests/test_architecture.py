@@ -125,6 +125,17 @@ def test_recognising_transcripts_needs_nothing_of_building_experiences() -> None
     assert not inward, inward
 
 
+def test_reading_git_needs_no_storage() -> None:
+    """`codemem.git` reads history into experiences; storing them is the importers' job
+    (`codemem.importers`), so the reading side stays usable on a repository alone."""
+    inward = sorted(
+        f"{m} -> {d}" for m, deps in GRAPH.items() if m == "codemem.git" or m.startswith("codemem.git.")
+        for d in deps
+        if d.startswith(("codemem.store", "codemem.memory", "codemem.sessions", "codemem.importers"))
+    )
+    assert not inward, inward
+
+
 def test_the_graph_sees_the_known_edges() -> None:
     """A guard on the test itself: it resolves imports to the modules they name."""
     assert "codemem.memory" in GRAPH["api.app"] or "codemem.memory" in GRAPH["api.routes"]

@@ -21,7 +21,7 @@ from codemem.ranking.subjects import stems
 
 MAX_SHOWN = 3  # matched commits named per merge
 _QUERY_CHARS = 4_000  # of a long report, the opening says what it is about
-_LISTED = re.compile(r"^- ([0-9a-f]{7,40}) (.+)$", re.MULTILINE)  # git.log's "Commits:" list
+_LISTED = re.compile(r"^- ([0-9a-f]{7,40}) (.+)$", re.MULTILINE)  # git.cards' "Commits:" list
 
 
 def matching_commits(query: str, merged: Sequence[Sequence[str]], limit: int = MAX_SHOWN) -> list[tuple[str, str]]:

@@ -243,7 +243,8 @@ def test_ingest_git_adds_only_new_commits_and_every_item_names_its_commit(memory
 
 
 def test_add_sessions_stores_each_new_session_once(memory: Memory, tmp_path: Path) -> None:
-    from codemem.git.log import commit_to_experience, iter_changes
+    from codemem.git.cards import commit_to_experience
+    from codemem.git.log import iter_changes
     from codemem.ingest import commit_request
 
     _repo(tmp_path / "repo")

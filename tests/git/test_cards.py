@@ -7,7 +7,9 @@ from pathlib import Path
 
 from git_helpers import HistoryRepo, commit, init_repo, write
 
-from codemem.git.log import CommitRecord, commit_to_experience, iter_commits
+from codemem.git.cards import commit_to_experience
+from codemem.git.log import iter_commits
+from codemem.git.records import CommitRecord
 
 
 def record(history_repo: HistoryRepo, name: str) -> CommitRecord:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from git_helpers import HistoryRepo, commit, init_repo, write
 
+from codemem.git.cards import commit_to_experience
 from codemem.git.facts import change_facts, is_test_path, pr_number
-from codemem.git.log import commit_to_experience, iter_changes, mainline_shas
+from codemem.git.log import iter_changes, mainline_shas
 from parsers import parse_diff
 
 

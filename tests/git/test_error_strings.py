@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from codemem.git.cards import commit_to_experience
 from codemem.git.facts import change_facts, is_doc_path
-from codemem.git.log import commit_to_experience, iter_changes
+from codemem.git.log import iter_changes
 from parsers import parse_diff
 from tests.history import build_history
 

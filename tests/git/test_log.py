@@ -11,8 +11,9 @@ import git
 import pytest
 from git_helpers import BASE, HistoryRepo, commit, commit_raw, init_repo, write
 
-from codemem.git import log as gitlog
-from codemem.git.log import CommitRecord, iter_commits
+from codemem.git import records as git_records
+from codemem.git.log import iter_commits
+from codemem.git.records import CommitRecord
 
 
 def shas_of(records: list[CommitRecord]) -> list[str]:
@@ -147,20 +148,20 @@ def test_early_close_stops_git_and_cleans_up(
 
 
 def test_split_records_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gitlog, "_CHUNK", 3)
-    stream = gitlog._START + b"one" + gitlog._START + b"two\nlines" + gitlog._START
-    got = list(gitlog._split_records(io.BytesIO(b"noise" + stream)))
+    monkeypatch.setattr(git_records, "_CHUNK", 3)
+    stream = git_records._START + b"one" + git_records._START + b"two\nlines" + git_records._START
+    got = list(git_records._split_records(io.BytesIO(b"noise" + stream)))
     assert got == [(b"one", False), (b"two\nlines", False), (b"", False)]
 
 
 def test_split_records_caps_a_record(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gitlog, "_MAX_RECORD_BYTES", 10)
-    stream = gitlog._START + b"x" * 50 + gitlog._START + b"short"
-    got = list(gitlog._split_records(io.BytesIO(stream)))
+    monkeypatch.setattr(git_records, "_MAX_RECORD_BYTES", 10)
+    stream = git_records._START + b"x" * 50 + git_records._START + b"short"
+    got = list(git_records._split_records(io.BytesIO(stream)))
     assert got == [(b"x" * 10, True), (b"short", False)]
 
 
 def test_decode_quoted_path() -> None:
-    assert gitlog._decode_path(b'"a\\tb\\303\\251.py"') == "a\tb\u00e9.py"
-    assert gitlog._decode_path(b"plain/path.py") == "plain/path.py"
-    assert gitlog._decode_path(b'"q\\"uote\\\\.py"') == 'q"uote\\.py'
+    assert git_records._decode_path(b'"a\\tb\\303\\251.py"') == "a\tb\u00e9.py"
+    assert git_records._decode_path(b"plain/path.py") == "plain/path.py"
+    assert git_records._decode_path(b'"q\\"uote\\\\.py"') == 'q"uote\\.py'

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from git_helpers import commit, init_repo, write
 
-from codemem.git.log import commit_to_experience, iter_changes
+from codemem.git.cards import commit_to_experience
+from codemem.git.log import iter_changes
 from codemem.git.staleness import Staleness
 
 
