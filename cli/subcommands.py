@@ -174,7 +174,7 @@ def delete_user(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def ingest_transcripts(settings: Settings, args: argparse.Namespace) -> int:
-    from codemem.ingest import ingest_transcripts as run
+    from codemem.importers.transcripts import ingest_transcripts as run
     from codemem.memory import Memory
 
     user_id = _user_id(args)
@@ -202,7 +202,7 @@ def _where(places: list[str], total: int) -> str:
 
 
 def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
-    from codemem.ingest import ingest_git as run
+    from codemem.importers.git import ingest_git as run
     from codemem.memory import Memory
 
     top = git_top_level(args.repo)

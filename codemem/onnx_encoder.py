@@ -7,7 +7,7 @@ at start-up, in memory (about 2 s), and checked against torch on a probe text: a
 that differs (the export of torch's fused attention did, by up to 0.07 per component) means
 no ONNX path, never a different vector. Batches (an Add's cards and steps, an import's
 cards) run on the same checked graph (`embed_many`): 10-20% less CPU than torch's batches, and
-the import's converter process embeds with it, without torch (``codemem/ingest.py``).
+the import's converter process embeds with it, without torch (``codemem/importers/git.py``).
 
 A checked export is also saved to a cache file keyed by the model's files, so a process that
 only searches (`codemem search`, the MCP server's first call) loads it with ONNX Runtime and

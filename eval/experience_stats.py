@@ -1,6 +1,6 @@
 """Experience-card statistics over the SWE-ContextBench Lite trajectories.
 
-For every transcript in the tar: render it (``codemem.transcripts``), build its experience,
+For every transcript in the tar: render it (``codemem.importers.claude_code``), build its experience,
 and compare the card's edited files with the session's final patch, read independently of
 the builder from the raw events: the output of the last Bash call whose command runs
 ``git diff`` and whose output holds a ``diff --git`` section. Gitlink sections (a nested
@@ -31,8 +31,8 @@ if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval
 
 from codemem.experience import build_experience  # noqa: E402
 from codemem.experience.building.paths import is_scratch_name  # noqa: E402
+from codemem.importers.claude_code import render_claude_code_events  # noqa: E402
 from codemem.models import Message  # noqa: E402
-from codemem.transcripts import render_claude_code_events  # noqa: E402
 from eval._paths import RESULTS, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 from eval._stats import percentile  # noqa: E402

@@ -32,7 +32,7 @@ DEFAULT_DATA = SWE_LITE
 
 
 def load_sessions(data: Path, limit: int | None) -> list[tuple[str, list[dict]]]:
-    from codemem.transcripts import iter_transcripts_from_tar
+    from codemem.importers.claude_code import iter_transcripts_from_tar
 
     out = []
     for name, t in iter_transcripts_from_tar(data / "trajectories.tar.xz"):

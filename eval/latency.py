@@ -76,7 +76,7 @@ RELATED = DATA / "related_tasks.jsonl"
 def load_sessions(tar_path: Path = TAR, limit: int | None = None) -> list[tuple[str, list[dict[str, object]]]]:
     """[(session name, [{"role","content","timestamp"}])] from the real transcripts (the
     first `limit` of them, when given)."""
-    from codemem.transcripts import iter_transcripts_from_tar
+    from codemem.importers.claude_code import iter_transcripts_from_tar
 
     sessions: list[tuple[str, list[dict[str, object]]]] = []
     for name, tr in iter_transcripts_from_tar(tar_path):

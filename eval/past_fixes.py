@@ -3,7 +3,7 @@ repository's history return the change that fixed it near the top?
 
 The dev set is ``../shared/data/past-fixes-dev`` (21 tasks over 5 repositories; its README says
 how to fetch the histories and how to score). Each repository's default-branch history is
-imported into its own user_id with ``codemem.ingest.ingest_git`` (what ``codemem ingest-git``
+imported into its own user_id with ``codemem.importers.git.ingest_git`` (what ``codemem ingest-git``
 runs), in this process, on a temporary data directory; then each task's problem_statement is
 searched in that user_id through ``Memory.search`` (what the HTTP Search runs). An item matches
 when a gold SHA, or a 7+ character prefix of one, appears in its content or metadata, as a user
@@ -105,7 +105,7 @@ def run_repo(name: str, path: Path, data_dir: Path, tasks: list[dict[str, Any]],
              ) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
     """Import one repository into its own data directory and user_id, search its tasks."""
     from codemem.config import Settings
-    from codemem.ingest import ingest_git
+    from codemem.importers.git import ingest_git
     from codemem.memory import Memory
     from codemem.models import SearchRequest
 

@@ -199,7 +199,7 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
         """Import a repository's git history, one experience per change (a commit, or a merged
         pull request with its commits: messages and diff), so later searches find how past
         changes were made. Changes stored before are skipped."""
-        from codemem.ingest import ingest_git
+        from codemem.importers.git import ingest_git
 
         repo = str(Path(cwd, path).expanduser().resolve())
         user = user_id or repo_user_id(repo)

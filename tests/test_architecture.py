@@ -136,9 +136,22 @@ def test_reading_git_needs_no_storage() -> None:
     assert not inward, inward
 
 
+def test_nothing_in_the_core_depends_on_an_importer() -> None:
+    """Nothing below the importers depends on them: `Memory` and the ranking know no
+    importer, so an import is one more caller of Add, never a path of its own."""
+    inward = sorted(
+        f"{m} -> {d}" for m, deps in GRAPH.items()
+        if m.startswith("codemem.") and not m.startswith("codemem.importers")
+        for d in deps if d.startswith("codemem.importers")
+    )
+    assert not inward, inward
+
+
 def test_the_graph_sees_the_known_edges() -> None:
     """A guard on the test itself: it resolves imports to the modules they name."""
     assert "codemem.memory" in GRAPH["api.app"] or "codemem.memory" in GRAPH["api.routes"]
     assert "cli.subcommands" in GRAPH["cli.main"]
     assert "parsers.paths" in GRAPH["parsers.terms"]
     assert "codemem.experience.recognising.events" in GRAPH["codemem.experience.building.tracker"]
+    assert "codemem.git.records" in GRAPH["codemem.git.log"]
+    assert "codemem.importers.report" in GRAPH["codemem.importers.git"]

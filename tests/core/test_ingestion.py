@@ -13,11 +13,12 @@ import pytest
 from cli.main import main
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
-from codemem.ingest import ingest_git, ingest_transcripts, transcript_requests
+from codemem.importers.claude_code import load_claude_code_jsonl
+from codemem.importers.git import ingest_git
+from codemem.importers.transcripts import ingest_transcripts, transcript_requests
 from codemem.memory import Memory
 from codemem.models import AddRequest, SearchRequest
 from codemem.store.schema import key_of
-from codemem.transcripts import load_claude_code_jsonl
 from tests.conftest import needs_swe_lite as needs_data
 
 
@@ -169,17 +170,17 @@ def test_ingest_git_embeds_cards_in_the_converting_process_as_this_one_would(
     """A long history is converted and its cards embedded in a second process (here a short
     one), but for one chunk in three: each card's vector and fingerprint are those an import
     that embeds in this process stores."""
-    from codemem import ingest
+    from codemem.importers import git as git_import
 
     _repo(tmp_path / "repo")
-    assert ingest.ingest_git(memory, str(tmp_path / "repo"), "here", progress=False).added == 3
+    assert git_import.ingest_git(memory, str(tmp_path / "repo"), "here", progress=False).added == 3
     assert memory.embedder.query_path == "onnx"
-    monkeypatch.setattr(ingest, "_PROCESS_FROM", 0)
-    monkeypatch.setattr(ingest, "_CHUNK", 1)  # three conversion tasks: the third is embedded here
+    monkeypatch.setattr(git_import, "_PROCESS_FROM", 0)
+    monkeypatch.setattr(git_import, "_CHUNK", 1)  # three conversion tasks: the third is embedded here
     embedded_here: list[str] = []
     real_embed = memory.embedder.embed
     monkeypatch.setattr(memory.embedder, "embed", lambda texts, n: embedded_here.extend(texts) or real_embed(texts, n))
-    assert ingest.ingest_git(memory, str(tmp_path / "repo"), "aside", progress=False).added == 3
+    assert git_import.ingest_git(memory, str(tmp_path / "repo"), "aside", progress=False).added == 3
     assert len(embedded_here) == 1
     def cards(user_id: str) -> list[dict]:
         return memory.store.user_rows(key_of(user_id), "card", ["session_id", "metadata", "vector"])
@@ -245,7 +246,7 @@ def test_ingest_git_adds_only_new_commits_and_every_item_names_its_commit(memory
 def test_add_sessions_stores_each_new_session_once(memory: Memory, tmp_path: Path) -> None:
     from codemem.git.cards import commit_to_experience
     from codemem.git.log import iter_changes
-    from codemem.ingest import commit_request
+    from codemem.importers.git import commit_request
 
     _repo(tmp_path / "repo")
     fix, readme = [(commit_request(r, "dev"), commit_to_experience(r)) for r in iter_changes(str(tmp_path / "repo"))][:2]

@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 
 from codemem.git.releases import Releases
-from codemem.ingest import ingest_git
+from codemem.importers.git import ingest_git
 from codemem.memory import Memory
 from codemem.models import SearchRequest
 from codemem.ranking.recipes import DEFAULT_SEARCH

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cli.results import format_hit
-from codemem.ingest import ingest_git
+from codemem.importers.git import ingest_git
 from codemem.memory import Memory
 from codemem.models import AddRequest, Hit, Message, SearchRequest
 from codemem.times import MAX_MS, iso

@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.git.repo_id import repo_user_id
-from codemem.ingest import ingest_git
+from codemem.importers.git import ingest_git
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
 from tests.history import AUTHORS, SUBJECT_TWICE, History, build_history

@@ -1,10 +1,9 @@
-"""Bulk importers: agent transcripts and git history, through the same path as an Add.
+"""A git repository's history imported through Add: one experience per change of the
+first-parent line (a merged pull request is one, with its branch's commits).
 
-Each source becomes ordinary AddRequests handed to `Memory.add`, so what they store is
-searchable over HTTP too, and re-running an import adds nothing twice: a commit's request
-id is its sha, and a transcript adds only the messages after those its session already has
-(a transcript only grows), so a longer transcript of a stored session adds just its new
-tail and the session's experience is rebuilt with it.
+Each change becomes an ordinary AddRequest stored by `Memory.add_sessions`, so what it
+stores is searchable over HTTP too, and re-running an import adds nothing twice: a commit's
+request id is its sha, and changes stored before are not read again.
 """
 
 from __future__ import annotations
@@ -14,13 +13,10 @@ import contextlib
 import functools
 import itertools
 import multiprocessing
-import tarfile
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from datetime import datetime
-from pathlib import Path
 
-import msgspec
 import numpy as np
 from tqdm import tqdm
 
@@ -32,9 +28,9 @@ from codemem.git.records import CommitRecord
 from codemem.git.releases import Releases
 from codemem.git.repo_id import git_top_level
 from codemem.git.staleness import Staleness
+from codemem.importers.report import IngestReport, compact_after, tally
 from codemem.memory import Memory
 from codemem.models import AddRequest, Message
-from codemem.transcripts import Transcript, iter_transcripts_from_tar, load_claude_code_jsonl
 
 # A commit's diff is kept as its raw message up to this size; the card holds the trimmed view.
 MAX_COMMIT_DIFF_CHARS = 20_000
@@ -48,103 +44,6 @@ _CHUNK, _AHEAD = 16, 4  # changes per conversion task; tasks queued ahead of the
 # take this process about a third of the converting one's parsing and embedding (ripgrep,
 # 2.2k changes: 9 s against ~35 s of CPU), so sharing the embedding keeps both cores busy.
 _EMBED_HERE_EVERY = 3
-
-
-class IngestReport(msgspec.Struct):
-    sources: int = 0  # transcripts, or changes of a git history (a commit, or a merge with its branch), read
-    commits: int = 0  # the commits those changes hold (a git history: merged branches' included)
-    added: int = 0  # Add calls that stored something
-    unchanged: int = 0  # commits stored before, transcripts with no new message
-    messages: int = 0
-    skipped_lines: int = 0  # transcript lines that did not parse
-    empty: int = 0  # transcripts with no message
-    skipped_where: list[str] = []  # "file:line" of the first lines that did not parse
-    merges: int = 0  # merges read, each as one change with its branch's commits
-    skipped_commits: list[str] = []  # changes git could not read (a missing object), skipped
-
-    def changes_read(self) -> str:
-        """What a git import read, for a person: its changes, and the commits they hold
-        where merges make the two differ ("2,261 changes of 5,531 commits": the first-parent
-        line, each merge one change with the commits it brought in)."""
-        if self.commits > self.sources + len(self.skipped_commits):
-            merges = f"{_count_of(self.merges, 'merge')}, each" if self.merges else "each merge"
-            return (f"{_count_of(self.sources, 'change')} of {_count_of(self.commits, 'commit')} (the "
-                    f"first-parent line: {merges} one change with the commits it brought in)")
-        return _count_of(self.sources, "commit")
-
-
-def _count_of(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def transcript_paths(paths: list[str]) -> Iterator[Path]:
-    """Files named, `*.jsonl` under directories named, and `.tar.xz`/`.tar.gz` archives."""
-    for raw in paths:
-        p = Path(raw).expanduser()
-        if p.is_dir():
-            yield from sorted(p.rglob("*.jsonl"))
-        elif p.exists():
-            yield p
-        else:
-            raise FileNotFoundError(f"no such file or directory: {raw}")
-
-
-def iter_transcripts(paths: list[str]) -> Iterator[tuple[str, Transcript]]:
-    for p in transcript_paths(paths):
-        if tarfile.is_tarfile(p):
-            yield from iter_transcripts_from_tar(p)
-        else:
-            yield str(p), load_claude_code_jsonl(p)
-
-
-def transcript_session_id(name: str, t: Transcript) -> str:
-    """The transcript's own session id, else its file name (Claude Code names files by it)."""
-    return t.session_id or Path(name).stem
-
-
-def transcript_requests(name: str, t: Transcript, user_id: str, chunk: int, start: int = 0) -> list[AddRequest]:
-    """The transcript's messages from `start` on as Add chunks of `chunk` messages; each
-    request id names its absolute message range, so it is stable across re-runs."""
-    session_id = transcript_session_id(name, t)
-    out = []
-    for begin in range(start, len(t.messages), chunk):
-        part = t.messages[begin : begin + chunk]
-        request_id = f"transcript:{session_id}:{begin}-{begin + len(part)}"
-        out.append(AddRequest(request_id=request_id, user_id=user_id, session_id=session_id, messages=part))
-    return out
-
-
-def ingest_transcripts(memory: Memory, paths: list[str], user_id: str, chunk: int = 50, progress: bool = True) -> IngestReport:
-    """Each transcript's messages that its session does not hold yet; the store is compacted
-    once at the end, as after `ingest_git`."""
-    report = IngestReport()
-    files = list(transcript_paths(paths))
-    total = None if any(tarfile.is_tarfile(p) for p in files) else len(files)  # an archive holds many
-    bar = tqdm(desc="transcripts", unit="session", total=total, disable=not progress)
-    for name, transcript in iter_transcripts(paths):
-        report.sources += 1
-        report.skipped_lines += transcript.skipped_lines
-        report.skipped_where.extend(f"{name}:{n}" for n in transcript.skipped_at[: max(0, 10 - len(report.skipped_where))])
-        if not transcript.messages:
-            report.empty += 1
-        stored = memory.message_count(user_id, transcript_session_id(name, transcript))
-        requests = transcript_requests(name, transcript, user_id, chunk, start=stored)
-        if transcript.messages and not requests:
-            report.unchanged += 1
-        for req in requests:
-            _count(report, memory.add(req).duplicate, len(req.messages))
-        bar.update(1)
-    bar.close()
-    _compact_after(memory, report)
-    return report
-
-
-def _compact_after(memory: Memory, report: IngestReport) -> None:
-    """One compaction at the end of an import that added anything: a CLI or eval Memory runs
-    no compactor thread, and a store left with a fragment per Add or batch and an unindexed
-    tail makes every later Search scan them."""
-    if report.added:
-        memory.compactor.run_once()
 
 
 def commit_request(commit: CommitRecord, user_id: str) -> AddRequest:
@@ -208,7 +107,7 @@ def ingest_git(
         def flush() -> None:
             for result in memory.add_sessions(pending, embed_max_tokens=GIT_EMBED_TOKENS, embedded=embedded):
                 report.sources += 1
-                _count(report, result.duplicate, result.stored)
+                tally(report, result.duplicate, result.stored)
             bar.update(len(pending))
             pending.clear()
             embedded.clear()
@@ -226,7 +125,7 @@ def ingest_git(
         if pending:
             flush()
     bar.close()
-    _compact_after(memory, report)
+    compact_after(memory, report)
     return report
 
 
@@ -268,11 +167,3 @@ def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord],
             yield from ahead.popleft().result()
     while ahead:
         yield from ahead.popleft().result()
-
-
-def _count(report: IngestReport, duplicate: bool, messages: int) -> None:
-    if duplicate:
-        report.unchanged += 1
-    else:
-        report.added += 1
-        report.messages += messages
