@@ -18,7 +18,7 @@ from typing import TypeVar
 import msgspec
 import numpy as np
 
-from codemem import answer, ids, inventory, sessions
+from codemem import ids, inventory, sessions
 from codemem.add_leader import AddLeader
 from codemem.config import Settings
 from codemem.content import validate_add, validate_search
@@ -26,6 +26,7 @@ from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION, Experience
 from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
+from codemem.ranking import answer
 from codemem.ranking.assemble import group_by_session
 from codemem.ranking.card_indexes import CardIndexes
 from codemem.ranking.fields import FieldIndex, field_matches

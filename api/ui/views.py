@@ -23,7 +23,7 @@ from codemem.experience.types import CONVERSATION
 _FORMATTER = HtmlFormatter(cssclass="highlight")
 _LEXER = DiffLexer()
 _FENCE = re.compile(r"^```[a-z]*\n(.*?)\n?```\s*$", re.DOTALL)
-# Search appends the experience's strongest evidence after its card (codemem/answer.py).
+# Search appends the experience's strongest evidence after its card (codemem/ranking/answer.py).
 EVIDENCE_MARK = "\n\nEvidence from this session:"
 FINAL_DIFF = "Final diff"
 
