@@ -13,8 +13,8 @@ import re
 import textwrap
 
 from codemem import times
+from codemem.contract.types import Hit, TextPart
 from codemem.experience.building.render import card_sections
-from codemem.models import Hit, TextPart
 
 _COMMIT = re.compile(r"Commit (?P<sha>[0-9a-f]{7,40}) by (?P<author>.+?) on (?P<date>\d{4}-\d{2}-\d{2})")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from codemem.config import Settings, is_object_storage
+from codemem.contract.types import SearchRequest
 from codemem.git.repo_id import git_top_level, repo_user_id
-from codemem.models import SearchRequest
 
 if TYPE_CHECKING:
     # Imported where used: it loads LanceDB (~2 s), and the Claude Code hook must answer

@@ -35,7 +35,7 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
-from codemem.models import AddRequest, AddResult
+from codemem.contract.types import AddRequest, AddResult
 from codemem.store.locks import ProcessLock
 
 log = logging.getLogger(__name__)

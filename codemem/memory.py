@@ -21,11 +21,11 @@ import numpy as np
 from codemem import ids, inventory, sessions
 from codemem.add_leader import AddLeader
 from codemem.config import Settings
-from codemem.content import validate_add, validate_search
+from codemem.contract.types import AddRequest, AddResult, Hit, Message, SearchRequest
+from codemem.contract.validation import validate_add, validate_search
 from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION, Experience
-from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.ranking import answer
 from codemem.ranking.assemble import group_by_session
 from codemem.ranking.card_indexes import CardIndexes

@@ -20,9 +20,9 @@ import msgspec
 import numpy as np
 
 from codemem import times
+from codemem.contract.types import ContentPart, Message
 from codemem.embedding import Embedder
 from codemem.experience.types import CONVERSATION, Experience
-from codemem.models import ContentPart, Message
 from codemem.store.lance import Store
 from codemem.store.locks import Locks
 from codemem.store.schema import Row, key_of

@@ -26,8 +26,8 @@ from typing import Any
 import msgspec
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest
 from codemem.memory import Memory
-from codemem.models import AddRequest
 from eval._paths import SWE_LITE
 from eval._provenance import finish, provenance
 from eval.latency import load_sessions

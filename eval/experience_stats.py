@@ -29,10 +29,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from codemem.contract.types import Message  # noqa: E402
 from codemem.experience import build_experience  # noqa: E402
-from codemem.experience.building.paths import is_scratch_name  # noqa: E402
+from codemem.experience.building.checkout_paths import is_scratch_name  # noqa: E402
 from codemem.importers.claude_code import render_claude_code_events  # noqa: E402
-from codemem.models import Message  # noqa: E402
 from eval._paths import RESULTS, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 from eval._stats import percentile  # noqa: E402

@@ -295,8 +295,8 @@ def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedde
     on the same data directory, in this process, with the store's and the embedder's methods
     wrapped in timers (whatever Search calls); "other" = the rest (fusion, hit building)."""
     from codemem.config import Settings
+    from codemem.contract.types import SearchRequest
     from codemem.memory import Memory
-    from codemem.models import SearchRequest
 
     codemem_env = {k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")}
     mem = Memory(Settings.from_env(codemem_env, data_dir=data_dir, compact_interval_s=0), embedder=embedder)

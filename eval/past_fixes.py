@@ -105,9 +105,9 @@ def run_repo(name: str, path: Path, data_dir: Path, tasks: list[dict[str, Any]],
              ) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
     """Import one repository into its own data directory and user_id, search its tasks."""
     from codemem.config import Settings
+    from codemem.contract.types import SearchRequest
     from codemem.importers.git import ingest_git
     from codemem.memory import Memory
-    from codemem.models import SearchRequest
 
     memory = Memory(Settings.from_env({}, data_dir=str(data_dir), compact_interval_s=0))
     rows: list[dict[str, Any]] = []

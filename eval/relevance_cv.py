@@ -40,8 +40,8 @@ import msgspec
 import numpy as np
 
 from codemem.config import Settings
+from codemem.contract.types import SearchRequest
 from codemem.memory import Memory
-from codemem.models import SearchRequest
 from codemem.ranking.assemble import group_by_session
 from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.relevance import SessionSignals, features, fuse, relevance, runner_up

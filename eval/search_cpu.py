@@ -26,8 +26,8 @@ from pathlib import Path
 import msgspec
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, SearchRequest
 from codemem.memory import Memory
-from codemem.models import AddRequest, SearchRequest
 from codemem.ranking.query import parse_query
 from codemem.store.schema import key_of
 from eval._paths import SWE_LITE

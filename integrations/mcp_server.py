@@ -29,9 +29,9 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.errors import CodememError
 from codemem.git.repo_id import repo_user_id
-from codemem.models import AddRequest, Message, SearchRequest
 from integrations import mcp_text
 
 if TYPE_CHECKING:

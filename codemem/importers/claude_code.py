@@ -22,7 +22,7 @@ from pathlib import Path
 
 import msgspec
 
-from codemem.models import Message, Role
+from codemem.contract.types import Message, Role
 
 _CONVERSATION_TYPES = frozenset({"user", "assistant"})
 _REMINDER_OPEN = "<system-reminder>"

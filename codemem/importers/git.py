@@ -20,6 +20,7 @@ from datetime import datetime
 import numpy as np
 from tqdm import tqdm
 
+from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MINILM_NAME, MiniLMEmbedder
 from codemem.experience.types import Experience
 from codemem.git.cards import commit_to_experience
@@ -30,7 +31,6 @@ from codemem.git.repo_id import git_top_level
 from codemem.git.staleness import Staleness
 from codemem.importers.report import IngestReport, compact_after, tally
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 
 # A commit's diff is kept as its raw message up to this size; the card holds the trimmed view.
 MAX_COMMIT_DIFF_CHARS = 20_000

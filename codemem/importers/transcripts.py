@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from codemem.contract.types import AddRequest
 from codemem.importers.claude_code import (
     Transcript,
     iter_transcripts_from_tar,
@@ -18,7 +19,6 @@ from codemem.importers.claude_code import (
 )
 from codemem.importers.report import IngestReport, compact_after, tally
 from codemem.memory import Memory
-from codemem.models import AddRequest
 
 
 def transcript_paths(paths: list[str]) -> Iterator[Path]:

@@ -20,8 +20,8 @@ import msgspec
 
 from codemem import times
 from codemem.clip import clip_middle
+from codemem.contract.types import ContentPart, Hit
 from codemem.experience.building.render import short_card
-from codemem.models import ContentPart, Hit
 from codemem.ranking.assemble import FoundExperience
 from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.shape import CHARS_PER_TOKEN, within_budget

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from codemem.models import Hit
+from codemem.contract.types import Hit
 from codemem.ranking.subjects import stems
 
 MAX_SHOWN = 3  # matched commits named per merge

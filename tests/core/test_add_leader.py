@@ -13,8 +13,8 @@ import pytest
 
 from codemem import add_leader
 from codemem.add_leader import AddLeader
+from codemem.contract.types import AddRequest, AddResult, Message
 from codemem.errors import InvalidInput
-from codemem.models import AddRequest, AddResult, Message
 
 
 def request(i: int) -> AddRequest:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from codemem.contract.types import AddRequest, Message
 from codemem.errors import InvalidInput, NotFound
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 
 USER = "repo:github.com/acme/calc"
 FIX = "d49cfb35d4bb7a1e0c2f9e8d7c6b5a4f3e2d1c0b"  # two SHAs sharing their first 7 characters

@@ -12,12 +12,12 @@ import pytest
 
 from cli.main import main
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, SearchRequest
 from codemem.embedding import MiniLMEmbedder
 from codemem.importers.claude_code import load_claude_code_jsonl
 from codemem.importers.git import ingest_git
 from codemem.importers.transcripts import ingest_transcripts, transcript_requests
 from codemem.memory import Memory
-from codemem.models import AddRequest, SearchRequest
 from codemem.store.schema import key_of
 from tests.conftest import needs_swe_lite as needs_data
 
@@ -87,7 +87,7 @@ def test_search_lists_the_card_first_with_its_evidence(memory: Memory, transcrip
     for req in transcript_requests("t", transcript, "dev", 40):
         memory.add(req)
     memory.add(AddRequest("other", "dev", "other-session", [
-        __import__("codemem.models", fromlist=["Message"]).Message("user", "Please update the sympy printing docs"),
+        __import__("codemem.contract.types", fromlist=["Message"]).Message("user", "Please update the sympy printing docs"),
     ]))
     # No floor: the layout of an answer with a second, weakly related experience.
     hits = memory.search(SearchRequest(user_id="dev", query="ASGIStaticFilesHandler is missing get_response_async", top_k=10),
@@ -268,7 +268,7 @@ def test_long_sessions_rebuild_on_a_schedule_and_catch_up_when_quiet(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from codemem import sessions
-    from codemem.models import Message
+    from codemem.contract.types import Message
 
     monkeypatch.setattr(sessions, "REBUILD_ALWAYS_UPTO", 10)
     built = []
@@ -290,7 +290,7 @@ def test_long_sessions_rebuild_on_a_schedule_and_catch_up_when_quiet(
 def test_a_card_without_a_task_keeps_its_vector_until_the_session_goes_quiet(memory: Memory) -> None:
     """A session that starts mid-stream (no user text yet) embeds its whole card, which every
     Add changes: it is embedded once per quiet spell, not once per Add."""
-    from codemem.models import Message
+    from codemem.contract.types import Message
 
     session_key = key_of("dev", "mid-stream")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.errors import NotFound
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
 
 
 def _add(memory: Memory, user_id: str, session_id: str, *texts: str) -> None:

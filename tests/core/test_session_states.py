@@ -11,9 +11,9 @@ import msgspec
 import pytest
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 from codemem.store.locks import Locks
 from codemem.store.schema import key_of
 

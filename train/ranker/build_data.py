@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of

@@ -23,10 +23,10 @@ from datetime import datetime
 import msgspec
 
 from codemem.clip import clip_middle
-from codemem.content import require_text
+from codemem.contract.types import AddRequest, Hit, Message, SearchRequest
+from codemem.contract.validation import require_text
 from codemem.errors import InvalidInput, NotFound
 from codemem.memory import Memory
-from codemem.models import AddRequest, Hit, Message, SearchRequest
 from codemem.ranking.shape import CHARS_PER_TOKEN
 from codemem.sessions import base_row
 from codemem.store.schema import key_of

@@ -3,7 +3,7 @@ escaped), staleness notes picked from metadata."""
 
 from __future__ import annotations
 
-from api.ui.views import (
+from api.ui.filters import (
     card_section,
     card_sections,
     evidence_of,

@@ -17,7 +17,7 @@ import re
 import msgspec
 
 import parsers
-from codemem.experience.building.diffs import edit_hunk
+from codemem.experience.building.diff_text import edit_hunk
 from codemem.experience.building.fileviews import FileView
 
 _DEF_LINE = re.compile(r"^(\s*)(?:async\s+def|def|class|func|fn|function)\s+\w")

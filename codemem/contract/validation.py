@@ -10,8 +10,15 @@ import base64
 import binascii
 import re
 
+from codemem.contract.types import (
+    AddRequest,
+    ContentPart,
+    ImagePart,
+    Message,
+    SearchRequest,
+    TextPart,
+)
 from codemem.errors import InvalidInput, PayloadTooLarge
-from codemem.models import AddRequest, ContentPart, ImagePart, Message, SearchRequest, TextPart
 
 _DATA_URI = re.compile(r"^data:(image/(?:png|jpeg|jpg|webp));base64,(.*)$", re.DOTALL | re.IGNORECASE)
 # Magic numbers of the image types the contract allows, so a mislabelled payload is refused.
