@@ -18,8 +18,7 @@ from typing import TypeVar
 import msgspec
 import numpy as np
 
-from codemem import ids, inventory, sessions
-from codemem.add_leader import AddLeader
+from codemem import sessions
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Hit, Message, SearchRequest
 from codemem.contract.validation import validate_add, validate_search
@@ -46,11 +45,14 @@ from codemem.ranking.rrf import rrf
 from codemem.ranking.strategy import rank_sessions
 from codemem.ranking.subjects import SubjectIndex
 from codemem.ranking.types import Candidate
-from codemem.refresher import SessionRefresher
+from codemem.store import inventory
+from codemem.store import short_ids as ids
 from codemem.store.lance import Store
 from codemem.store.maintenance import Bounds, Compactor
 from codemem.store.schema import RESULT_COLUMNS, Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
+from codemem.writing.add_leader import AddLeader
+from codemem.writing.session_refresher import SessionRefresher
 from parsers import exact_terms
 
 log = logging.getLogger(__name__)
@@ -115,7 +117,7 @@ class Memory:
 
     def add(self, req: AddRequest, experience: Experience | None = None) -> AddResult:
         """Store one chunk durably, with its session's rebuilt experience, in one commit:
-        here, or with several server workers in the worker that runs them all (`add_leader`)."""
+        here, or with several server workers in the worker that runs them all (`writing.add_leader`)."""
         if experience is None and self._leader is not None:
             return self._leader.add(req)
         return self._add_here(req, experience)
@@ -453,7 +455,7 @@ class Memory:
 
         `ref` is any id a Search returned (card, step or message) or a session_id, so a
         reader can open the experience behind any item it was shown; or a unique prefix of
-        one, or of a commit's SHA, as people are shown them (`codemem.ids`)."""
+        one, or of a commit's SHA, as people are shown them (`codemem.store.short_ids`)."""
         if not user_id or not ref:
             raise InvalidInput("user_id and id must be non-empty strings")
         named = [c.fields for c in self.store.by_ids([ref]) if c.fields["user_id"] == user_id]

@@ -1,6 +1,6 @@
 """The ids people are shown are the ids the core takes back: a unique prefix of 7 or more
 characters of a session id, of a commit's SHA or of an item id names its experience
-(codemem/ids.py), in `Memory.experience` (MCP's get_experience) and `experience_record`
+(codemem/store/short_ids.py), in `Memory.experience` (MCP's get_experience) and `experience_record`
 (the /ui experience page)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Browsing a memory (codemem/inventory.py through Memory): users' figures, one experience
+"""Browsing a memory (codemem/store/inventory.py through Memory): users' figures, one experience
 whole, and deleting one experience without touching the rest."""
 
 from __future__ import annotations

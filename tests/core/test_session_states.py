@@ -202,7 +202,7 @@ def test_lock_generations_are_shared_through_the_lock_files(tmp_path: Path) -> N
 
 
 def test_a_session_is_refreshed_once_quiet_for_its_own_pace() -> None:
-    from codemem.refresher import SessionRefresher
+    from codemem.writing.session_refresher import SessionRefresher
 
     now = [100.0]
     done: list[tuple[str, str]] = []
