@@ -22,7 +22,7 @@ from codemem.contract.types import SearchRequest
 from codemem.git.repo_id import git_top_level, repo_user_id
 
 if TYPE_CHECKING:
-    # Imported where used: it loads LanceDB (~2 s), and the Claude Code hook must answer
+    # Imported where used: it loads LanceDB (slow to import), and the Claude Code hook must answer
     # well inside the 1.5 s Claude Code gives a SessionEnd hook by default.
     from codemem.memory import Memory
 
@@ -86,7 +86,7 @@ def _missing(settings: Settings) -> bool:
 
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
-    # Imported here: urllib's HTTP client alone costs the hook ~0.1 s of start-up.
+    # Imported here: urllib's HTTP client alone is a noticeable share of the hook's start-up.
     from cli import local_server, results
 
     user_id = _user_id(args)

@@ -1,17 +1,16 @@
 """The embedding model's forward pass for one text, run by ONNX Runtime.
 
 A Search embeds one short text, and on one CPU core torch's eager mode spends much of that
-on per-operator overhead: ONNX Runtime runs the same graph at 64 tokens in 21 ms against
-35 ms (measured on the related-task queries). The graph is exported from the loaded model
-at start-up, in memory (about 2 s), and checked against torch on a probe text: a vector
-that differs (the export of torch's fused attention did, by up to 0.07 per component) means
-no ONNX path, never a different vector. Batches (an Add's cards and steps, an import's
-cards) run on the same checked graph (`embed_many`): 10-20% less CPU than torch's batches, and
-the import's converter process embeds with it, without torch (``codemem/importers/git.py``).
+on per-operator overhead, which ONNX Runtime running the same graph does not. The graph is
+exported from the loaded model at start-up, in memory, and checked against torch on a probe
+text: a vector that differs (the export of torch's fused attention did) means no ONNX path,
+never a different vector. Batches (an Add's cards and steps, an import's cards) run on the
+same checked graph (`embed_many`), for less CPU than torch's batches, and the import's
+converter process embeds with it, without torch (``codemem/importers/git.py``).
 
 A checked export is also saved to a cache file keyed by the model's files, so a process that
 only searches (`codemem search`, the MCP server's first call) loads it with ONNX Runtime and
-the `tokenizers` library alone, with no torch import: ~0.3 s instead of ~10 s.
+the `tokenizers` library alone, with no torch import, which is most of a cold start.
 """
 
 from __future__ import annotations

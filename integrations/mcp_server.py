@@ -1,10 +1,10 @@
 """`codemem mcp`: the memory as MCP tools, over stdio (the agent starts the server) or
 streamable HTTP, calling the same `Memory` as the HTTP service.
 
-The server answers the MCP handshake at once: the Memory (LanceDB takes ~2 s to import) and
+The server answers the MCP handshake at once: the Memory (LanceDB is slow to import) and
 the query encoder are opened on a background thread, and the first tool call waits for what
 is left. A search needs only the ONNX query encoder that an earlier export cached
-(`codemem.onnx_encoder`, ~0.3 s, no torch); the model itself (~10 s) is loaded at start-up
+(`codemem.onnx_encoder`, quick to load, no torch); the model itself (slow) is loaded at start-up
 only when no such encoder is cached, else by the first tool call that stores something. A tool given no `user_id` uses the memory of the
 repository the server was started in (`codemem.git.repo_id`), so "this repository's memory"
 needs no configuration.

@@ -38,11 +38,11 @@ GIT_BATCH = 32  # changes stored per commit to the store
 # A change's card embeds the opening of its title and message (64 tokens: the title and the
 # first sentences say what the change is about; embedding is most of an import's CPU time).
 GIT_EMBED_TOKENS = 64
-_PROCESS_FROM = 200  # changes to import before a second process pays off (it starts in ~2 s)
+_PROCESS_FROM = 200  # changes to import before a second process pays off its start-up
 _CHUNK, _AHEAD = 16, 4  # changes per conversion task; tasks queued ahead of the consumer
 # One conversion task in this many leaves its cards to be embedded here: reading and storing
-# take this process about a third of the converting one's parsing and embedding (ripgrep,
-# 2.2k changes: 9 s against ~35 s of CPU), so sharing the embedding keeps both cores busy.
+# take this process a fraction of the converting one's parsing and embedding, so sharing the
+# embedding keeps both cores busy.
 _EMBED_HERE_EVERY = 3
 
 

@@ -86,7 +86,7 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
     goes into each experience item's metadata.
 
     One read fetches the cards, the evidence to inline and the next `top_k` evidence items
-    (what an answer with room left appends): each read costs ~10 ms however few rows it
+    (what an answer with room left appends): each read has a fixed cost however few rows it
     returns, and a second one is made only for loose evidence beyond those.
 
     A `quiet` answer (no experience relevant enough) is the first `shape.quiet_experiences`

@@ -3,7 +3,7 @@
 The code-location index (`locations.py`) and the commit-subject index (`subjects.py`) are
 each built from one user's card rows. Keyed by the store's version, as they were, every Add
 made the next Search re-read and re-parse all of the user's cards: most of a Search's Python
-time under mixed load (issue 18). Here each user's index is read once and then updated with
+time under mixed load. Here each user's index is read once and then updated with
 the cards this process commits (`put`); it is read again after rows are deleted (`forget`)
 and once it is `max_age_s` old, so cards another process wrote (a CLI import beside the
 server, another worker) count from then on.
@@ -79,8 +79,8 @@ class CardIndexes(Generic[IndexT]):
         """The index of `user_key`; `read_cards()` returns its card rows from the store. With
         the store's `version`, an index read at that same version is current however old it
         is: nothing was written since, so a Search on a memory nobody writes to never reads
-        the cards again (re-reading them each `max_age_s` cost a Search on all 300 shared
-        trajectories ~20 ms at p95, `eval.restart`)."""
+        the cards again (re-reading them each `max_age_s` showed in a Search's tail latency,
+        `eval.restart`)."""
         with self._lock:
             held = self._built.get(user_key)
             if held is not None and ((version is not None and held.version == version)

@@ -20,9 +20,9 @@ class SessionRefresher:
     twice the time between its last two Adds when that is longer (up to `max_quiet_s`).
 
     A session whose Adds come every few seconds (a client whose Adds wait in line under
-    load) is not quiet between two of them: with a fixed 2 s, a session whose card kept its
-    vector was rebuilt and embedded again after nearly every Add, as dear as the Add itself
-    (issue 18)."""
+    load) is not quiet between two of them: with a fixed quiet time, a session whose card
+    kept its vector was rebuilt and embedded again after nearly every Add, as dear as the Add
+    itself."""
 
     def __init__(self, refresh: Callable[[str, str], None], quiet_s: float = 2.0, max_quiet_s: float = 30.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
