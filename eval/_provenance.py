@@ -2,7 +2,7 @@
 command, the UTC date, the git commit and whether the tree differed from it, and the
 machine (cores, platform, memory, load). One helper, used by every eval script.
 
-    prov = provenance("eval.latency", argv)      # at the start of a run
+    prov = provenance("eval.load.latency", argv)      # at the start of a run
     result["provenance"] = finish(prov)          # at the end: load and wall time added
 """
 

@@ -1,8 +1,8 @@
 """Write amplification: Search latency over a table of many small commits, before and after
 compaction, and with the background compactor on (default settings).
 
-    python -m eval.fragments                      # 2,000 Adds per run, 100 Searches per state
-    python -m eval.fragments --adds 500 --searches 50
+    python -m eval.load.fragments                      # 2,000 Adds per run, 100 Searches per state
+    python -m eval.load.fragments --adds 500 --searches 50
 
 Three states of one user's memory, each filled by `--adds` small sequential Adds (1-2 short
 messages of real transcripts each, a new session every 20 Adds):
@@ -34,19 +34,13 @@ os.environ.setdefault("LANCE_LOG", "error")
 
 import httpx  # noqa: E402
 
+from eval._data import load_queries, load_sessions  # noqa: E402
+from eval._paths import RESULTS  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
 from eval._server import post_retrying, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
 from eval._stats import summary_ms  # noqa: E402
-from eval.latency import (  # noqa: E402
-    RESULTS,
-    conditions,
-    fmt,
-    load_queries,
-    load_sessions,
-    searches_with_cpu,
-    table_stats,
-)
+from eval.load.latency import conditions, fmt, searches_with_cpu, table_stats  # noqa: E402
 
 USER = "bench-fragments"
 
@@ -114,7 +108,7 @@ def offline_compact(data_dir: str) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval.fragments", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m eval.load.fragments", description=__doc__.split("\n\n")[0])
     p.add_argument("--adds", type=int, default=2000)
     p.add_argument("--searches", type=int, default=100)
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -125,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--merge", action="store_true", help="keep the other phases' results already in --out")
     p.add_argument("--out", default=str(RESULTS / "fragments.json"))
     args = p.parse_args(argv)
-    prov = provenance("eval.fragments", argv)
+    prov = provenance("eval.load.fragments", argv)
     use_source(args.source)
     sigterms = shield_from_stray_sigterm()
     phases = {x.strip().upper() for x in args.phases.split(",")}

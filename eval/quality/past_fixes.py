@@ -12,7 +12,7 @@ change's message + diff (the same first-parent changes), a change matching when 
 commit or a merge that brought one in.
 
     git clone /work/.mirror/BurntSushi+ripgrep/repo /work/pastfixes-repos/ripgrep   # etc.
-    python -m eval.past_fixes [--repos /work/pastfixes-repos] [--only ripgrep,caddy]
+    python -m eval.quality.past_fixes [--repos /work/pastfixes-repos] [--only ripgrep,caddy]
 
 ``--repos DIR`` holds one clone per repository, named by the repository's name (``ripgrep``,
 ``caddy``, ``lombok``, ``preact``, ``tokio``). ``--store DIR`` keeps the imported memory, one
@@ -32,9 +32,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from eval._paths import RESULTS, SHARED_DATA  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
@@ -153,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="repositories imported at once (one process each)")
     ap.add_argument("--out", type=Path, default=RESULTS / "tmp" / "past_fixes.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval.past_fixes", argv)
+    prov = provenance("eval.quality.past_fixes", argv)
 
     tasks = json.loads(args.tasks.read_text())
     only = {s for s in args.only.split(",") if s}
@@ -165,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, repo_tasks in by_repo.items():
         path = args.repos / name
         if not (path / ".git").exists() and not (path / "HEAD").exists():
-            raise SystemExit(f"no clone of {repo_tasks[0]['repo']} at {path} (see eval/past_fixes.py's docstring)")
+            raise SystemExit(f"no clone of {repo_tasks[0]['repo']} at {path} (see eval/quality/past_fixes.py's docstring)")
 
     done: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []
     with tempfile.TemporaryDirectory(prefix="codemem-pastfixes-") as tmp:

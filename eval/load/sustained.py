@@ -52,11 +52,11 @@ from pathlib import Path
 
 import httpx
 
+from eval._data import load_queries, load_sessions
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import finish, provenance
 from eval._server import Server, ServerError, proc_cpu_s, running_server
 from eval._stats import summary_ms
-from eval.latency import load_queries, load_sessions
 
 CHUNK = 20
 SHED = 503  # the admission bound's answer (with Retry-After)

@@ -6,8 +6,8 @@ edited, new files, renames, a few JS files, the occasional binary and giant vend
 and commit messages that name exceptions and symbols. The budget it checks against: reading
 and parsing 5,000 commits well under 60 s on 2 cores.
 
-    python eval/git_ingest_bench.py                 # synthetic, 5,000 commits
-    python eval/git_ingest_bench.py --repo PATH     # a real repository
+    python -m eval.load.git_ingest                 # synthetic, 5,000 commits
+    python -m eval.load.git_ingest --repo PATH     # a real repository
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from codemem.gitlog import commit_to_experience, iter_changes  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
@@ -295,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", help="write the synthetic repository here and keep it")
     ap.add_argument("--out", type=Path, default=RESULTS / "git_ingest.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval/git_ingest_bench.py", argv)
+    prov = provenance("eval.load.git_ingest", argv)
     if args.repo:
         result = {"synthetic": False, **bench(args.repo)}
     else:

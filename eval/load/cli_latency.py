@@ -6,8 +6,8 @@ Everything runs in a temporary home (XDG_DATA_HOME, XDG_CACHE_HOME), over a repo
 history imported by `codemem ingest-git` as the README shows; the import also caches the
 ONNX query encoder, as it does for a user. Targets (issue 17): both <= 2 s at p50.
 
-    python -m eval.cli_latency --out eval/results/tmp/cli_latency
-    python -m eval.cli_latency --repo . --max-commits 40 --runs 5
+    python -m eval.load.cli_latency --out eval/results/tmp/cli_latency
+    python -m eval.load.cli_latency --repo . --max-commits 40 --runs 5
 """
 
 from __future__ import annotations
@@ -158,13 +158,13 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval.cli_latency", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m eval.load.cli_latency", description=__doc__.split("\n")[0])
     p.add_argument("--repo", type=Path, default=REPO_ROOT, help="the git repository to import (default: this one)")
     p.add_argument("--max-commits", type=int, default=40)
     p.add_argument("--runs", type=int, default=5, help="cold searches of each kind (MCP: runs // 2 + 1)")
     p.add_argument("--out", default=str(RESULTS / "cli_latency"), help="output prefix: writes PREFIX.json, .md")
     args = p.parse_args(argv)
-    prov = provenance("eval.cli_latency", argv)
+    prov = provenance("eval.load.cli_latency", argv)
     result = {"provenance": prov, **run(args.repo.resolve(), args.max_commits, args.runs)}
     result["provenance"] = finish(prov)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

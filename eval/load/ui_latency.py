@@ -1,7 +1,7 @@
 """Response times of the /ui pages over a memory of real experiences.
 
-    python -m eval.ui_latency                         # 300 experiences (all of SWE-ContextBench Lite)
-    python -m eval.ui_latency --sessions 30 --requests 20 --out eval/results/tmp/ui_latency.json
+    python -m eval.load.ui_latency                         # 300 experiences (all of SWE-ContextBench Lite)
+    python -m eval.load.ui_latency --sessions 30 --requests 20 --out eval/results/tmp/ui_latency.json
 
 One `codemem serve` (default settings, no API key) and one user_id. Each of the first
 `--sessions` real Claude Code transcripts is Added as one experience (chunks of `--chunk`
@@ -37,11 +37,11 @@ os.environ.setdefault("LANCE_LOG", "error")
 
 import httpx  # noqa: E402
 
+from eval._data import load_queries, load_sessions  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 from eval._server import running_server  # noqa: E402
 from eval._stats import summary_ms  # noqa: E402
-from eval.latency import load_queries, load_sessions  # noqa: E402
 
 USER = "repo:github.com/bench/ui-latency"
 TARGET_P95_MS = 300.0
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS / "ui_latency.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval.ui_latency", argv)
+    prov = provenance("eval.load.ui_latency", argv)
     sessions = load_sessions(limit=args.sessions)
     queries = load_queries()
     rng = random.Random(args.seed)

@@ -9,7 +9,7 @@ change's code was changed since when any of its functions has such a commit, or 
 file or function no longer found at the tip: git cannot track it; counted as changed, and
 the figures without these changes reported apart).
 
-    python -m eval.staleness --repo /work/pastfixes-repos/ripgrep [--sample 80] [--seed 0]
+    python -m eval.quality.staleness --repo /work/pastfixes-repos/ripgrep [--sample 80] [--seed 0]
 
 The walk and the flags are exactly an import's (``iter_changes``, ``commit_to_experience``,
 ``Staleness.mark``), with nothing stored or embedded. Sampled: changes that edited at least one
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS / "tmp" / "staleness.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval.staleness", argv)
+    prov = provenance("eval.quality.staleness", argv)
 
     staleness = Staleness()
     changes: list[tuple[str, bool, list[tuple[str, str]]]] = []  # sha, flagged, (path, function)

@@ -43,14 +43,16 @@ from codemem.ranking.recipes import DEFAULT_SEARCH, RANKINGS
 from eval._paths import RESULTS
 from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
-from eval._replay_baselines import (
+from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
+from eval._stats import percentile
+from eval.replay.baselines import (
     BASELINES,
     DenseChunks,
     Tokenizer,
     message_index,
     trajectory_index,
 )
-from eval._replay_data import (
+from eval.replay.data import (
     CONDITION_KINDS,
     DEFAULT_DATA,
     RENDERINGS,
@@ -67,7 +69,7 @@ from eval._replay_data import (
     trajectory_lines,
     trajectory_repos,
 )
-from eval._replay_metrics import (
+from eval.replay.metrics import (
     TOKEN_NOTE,
     Item,
     QueryScore,
@@ -75,9 +77,7 @@ from eval._replay_metrics import (
     score_query,
     summarize_all,
 )
-from eval._replay_report import LEGEND, latency_kind, markdown, plot, text_table
-from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
-from eval._stats import percentile
+from eval.replay.report import LEGEND, latency_kind, markdown, plot, text_table
 
 MANIFEST = "replay-manifest.json"
 DEFAULT_CACHE = RESULTS / "tmp" / "replay-cache"  # gitignored
@@ -233,11 +233,11 @@ def ingest(srv: Server, plan: Plan, chunk: int, concurrency: int) -> IngestRepor
 
 def wait_settled(data_dir: str, timeout_s: float) -> dict[str, object]:
     """Let the server's background compactor finish before timing Searches (read from
-    outside, as eval.latency does); best effort."""
+    outside, as eval.load.latency does); best effort."""
     if timeout_s <= 0:
         return {"skipped": True}
     try:
-        from eval.latency import wait_compacted
+        from eval.load.latency import wait_compacted
 
         return wait_compacted(data_dir, timeout_s)
     except Exception as exc:  # noqa: BLE001 - a storage layout we cannot read: just go on

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from eval._replay_data import Trajectory
-from eval._replay_metrics import CHARS_PER_TOKEN, Item
+from eval.replay.data import Trajectory
+from eval.replay.metrics import CHARS_PER_TOKEN, Item
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 DENSE_CHUNK_TOKENS = 256

@@ -1,9 +1,9 @@
 """Add and Search latency of the real service at growing memory sizes.
 
-    python -m eval.latency                          # 1,000 then 20,000 items (~10 min on 2 cores)
-    python -m eval.latency --items 1000,5000,20000 --chunk 20 --searches 200 --concurrency 4 \
+    python -m eval.load.latency                          # 1,000 then 20,000 items (~10 min on 2 cores)
+    python -m eval.load.latency --items 1000,5000,20000 --chunk 20 --searches 200 --concurrency 4 \
         --out eval/results/latency.json
-    python -m eval.latency --items 1000,5000 --env CODEMEM_EMBED_MESSAGES=true   # messages embedded too: slow
+    python -m eval.load.latency --items 1000,5000 --env CODEMEM_EMBED_MESSAGES=true   # messages embedded too: slow
 
 With default settings raw messages are BM25-only (`embed_messages` off) and only each
 session's card and steps are embedded, so ingest runs at ~50-100 messages/s on 2 cores and
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import json
 import os
 import platform
@@ -42,7 +41,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from queue import Empty, Queue
@@ -53,7 +51,8 @@ import httpx  # noqa: E402
 
 from codemem.store.lance import COMPACT_TARGET_ROWS  # noqa: E402
 from codemem.store.maintenance import Bounds  # noqa: E402
-from eval._paths import RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
+from eval._data import RELATED, chunks, load_queries, load_sessions  # noqa: E402
+from eval._paths import REPO_ROOT, RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import finish, provenance  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
 from eval._server import (  # noqa: E402
@@ -68,40 +67,6 @@ from eval._stats import percentile, summary_ms  # noqa: E402
 
 DATA = SWE_LITE
 TAR = SWE_LITE_TAR
-RELATED = DATA / "related_tasks.jsonl"
-
-
-# -- data -------------------------------------------------------------------------------------
-
-def load_sessions(tar_path: Path = TAR, limit: int | None = None) -> list[tuple[str, list[dict[str, object]]]]:
-    """[(session name, [{"role","content","timestamp"}])] from the real transcripts (the
-    first `limit` of them, when given)."""
-    from codemem.transcripts import iter_transcripts_from_tar
-
-    sessions: list[tuple[str, list[dict[str, object]]]] = []
-    for name, tr in iter_transcripts_from_tar(tar_path):
-        msgs = [{"role": m.role, "content": m.text, "timestamp": m.timestamp} for m in tr.messages if m.text.strip()]
-        if msgs:
-            sessions.append((Path(name).stem, msgs))
-        if limit and len(sessions) >= limit:
-            break
-    return sessions
-
-
-def load_queries(path: Path = RELATED) -> list[str]:
-    with open(path) as f:
-        return [json.loads(line)["problem_statement"] for line in f if line.strip()]
-
-
-def chunks(sessions: list[tuple[str, list[dict[str, object]]]], size: int, tag: str) -> Iterator[tuple[str, str, list[dict]]]:
-    """Endless (request_id, session_id, messages) of exactly `size` messages each: every
-    session cut into full chunks (a session's short tail is left out); cycles through the
-    sessions again (new session/request ids) when more are needed."""
-    for cycle in itertools.count():
-        for name, msgs in sessions:
-            sid = f"{name}-c{cycle}"
-            for start in range(0, len(msgs) - size + 1, size):
-                yield f"{tag}-{sid}-{start}", sid, msgs[start:start + size]
 
 
 # -- measuring --------------------------------------------------------------------------------
@@ -352,7 +317,7 @@ def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[
         except Exception:  # noqa: BLE001
             return None
 
-    root = Path(source).resolve() if source else Path(__file__).resolve().parent.parent
+    root = Path(source).resolve() if source else REPO_ROOT
     digest = hashlib.sha256()
     for f in sorted(list(root.glob("codemem/**/*.py")) + list(root.glob("api/**/*.py")) + list(root.glob("parsers/**/*.py"))):
         digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
@@ -439,7 +404,7 @@ def print_table(result: dict) -> None:
 # -- main -------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval.latency", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m eval.load.latency", description=__doc__.split("\n\n")[0])
     p.add_argument("--items", default="1000,20000", help="cumulative item counts to measure at")
     p.add_argument("--chunk", type=int, default=20, help="messages per Add")
     p.add_argument("--searches", type=int, default=200)
@@ -454,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sessions", type=int, default=None, help="read only the first N transcripts (smoke runs)")
     p.add_argument("--out", default=str(RESULTS / "latency.json"))
     args = p.parse_args(argv)
-    prov = provenance("eval.latency", argv)
+    prov = provenance("eval.load.latency", argv)
     use_source(args.source)
     sigterms = shield_from_stray_sigterm()
     targets = sorted({int(x) for x in args.items.split(",") if x.strip()})

@@ -1,7 +1,7 @@
 """Choose the search's tuned numbers by cross-validation across repositories, and report
 the held-out figures next to the in-sample ones.
 
-    python -m eval.relevance_cv --data-dir DIR     # DIR: a `python -m eval.replay --keep DIR`
+    python -m eval.replay.relevance_cv --data-dir DIR     # DIR: a `python -m eval.replay --keep DIR`
                                                    # ingest with the noisy-all and absent memories
 
 Tuned here, each on one repository's tasks and scored on the other's (django -> sympy and
@@ -49,8 +49,8 @@ from codemem.store.schema import key_of
 from eval._paths import RESULTS
 from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
-from eval._replay_data import DEFAULT_DATA, Task, load_tasks
-from eval._replay_metrics import Item, QueryScore, count_tokens, score_query, summarize
+from eval.replay.data import DEFAULT_DATA, Task, load_tasks
+from eval.replay.metrics import Item, QueryScore, count_tokens, score_query, summarize
 
 TOP_K = 100
 CALIBRATION_DEPTH = 10
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, required=True, help="a replay --keep dir (noisy-all and absent)")
     p.add_argument("--out", type=Path, default=RESULTS / "relevance_cv")
     args = p.parse_args(argv)
-    prov = provenance("eval.relevance_cv", argv)
+    prov = provenance("eval.replay.relevance_cv", argv)
     tasks = load_tasks(args.data)
     gold_keys = {t.instance_id: {key_of("all", g) for g in t.gold} for t in tasks}
     settings = Settings(data_dir=str(args.data_dir), compact_interval_s=0)

@@ -1,7 +1,7 @@
 """How far can fusing the relevance signals we have go? An upper bound for the replay's
 noisy-all condition (62 labelled tasks, all 300 trajectories in memory).
 
-    python -m eval.ceiling                      # after `python -m eval.replay` (reads its JSON)
+    python -m eval.replay.ceiling                      # after `python -m eval.replay` (reads its JSON)
 
 Each signal ranks the 300 trajectories for each task's problem_statement, independently of
 codemem's code (eval's own BM25 and MiniLM, as in the replay's baselines):
@@ -34,9 +34,9 @@ import numpy as np
 from eval._paths import RESULTS
 from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
-from eval._replay_baselines import DenseChunks, Tokenizer, message_index, trajectory_index
-from eval._replay_data import DEFAULT_DATA, Task, Trajectory, iter_trajectories, load_tasks
-from eval.replay import DEFAULT_CACHE
+from eval.replay.baselines import DenseChunks, Tokenizer, message_index, trajectory_index
+from eval.replay.data import DEFAULT_DATA, Task, Trajectory, iter_trajectories, load_tasks
+from eval.replay.run import DEFAULT_CACHE
 
 Ranking = list[str]  # trajectory ids, best first
 WEIGHTS = (0.0, 0.5, 1.0, 2.0)
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE / "dense-default-minilm-256.npz")
     p.add_argument("--out", type=Path, default=RESULTS / "ceiling")
     args = p.parse_args(argv)
-    prov = provenance("eval.ceiling", argv)
+    prov = provenance("eval.replay.ceiling", argv)
 
     tasks = load_tasks(args.data)
     trajs = list(iter_trajectories(args.data, "default"))
