@@ -13,7 +13,6 @@ ONNX query encoder, as it does for a user. Targets (issue 17): both <= 2 s at p5
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -29,7 +28,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from eval._paths import REPO_ROOT, RESULTS
-from eval._provenance import finish, header, provenance
+from eval._provenance import header, provenance, write_result
 from eval._server import free_port
 
 QUERY = "server returns 500 when the request body is too large"
@@ -165,13 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(RESULTS / "cli_latency"), help="output prefix: writes PREFIX.json, .md")
     args = p.parse_args(argv)
     prov = provenance("eval.load.cli_latency", argv)
-    result = {"provenance": prov, **run(args.repo.resolve(), args.max_commits, args.runs)}
-    result["provenance"] = finish(prov)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = f"{header(result['provenance'])}\n\n{report(result)}"
-    Path(f"{args.out}.md").write_text(text)
-    print(text)
+    result = run(args.repo.resolve(), args.max_commits, args.runs)
+    write_result(f"{args.out}.json", result, prov, markdown=lambda r: f"{header(r['provenance'])}\n\n{report(r)}")
+    print(f"{header(result['provenance'])}\n\n{report(result)}")
     return 0
 
 

@@ -36,7 +36,7 @@ import httpx  # noqa: E402
 
 from eval._data import load_queries, load_sessions  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import finish, provenance, write_result  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
 from eval._server import post_retrying, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
 from eval._stats import summary_ms  # noqa: E402
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         result["provenance_" + "_".join(sorted(phases))] = finish(prov)
         result["ignored_sigterms"] = len(sigterms)
-        out.write_text(json.dumps(result, indent=2))
+        write_result(out, result, prov)
 
     off = extra | {"CODEMEM_COMPACT_INTERVAL_S": "0"}
     if "AB" in phases:

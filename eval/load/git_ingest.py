@@ -13,7 +13,6 @@ and parsing 5,000 commits well under 60 s on 2 cores.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import resource
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from codemem.gitlog import commit_to_experience, iter_changes  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 
 WORDS = (
     "user account order invoice cache session token config report query index record event "
@@ -303,8 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             generate_s = time.perf_counter() - t0
             print(f"generated {args.commits} commits in {generate_s:.1f} s")
             result = {"synthetic": True, "seed": args.seed, "generate_s": round(generate_s, 1), **bench(str(root))}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"provenance": finish(prov), **result}, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(f"wrote {args.out}")
     return 0
 

@@ -25,7 +25,7 @@ import httpx
 
 from eval._data import load_queries, load_sessions
 from eval._paths import RESULTS, SWE_LITE
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 from eval._server import running_server
 from eval._stats import summary_ms
 
@@ -93,11 +93,8 @@ def main(argv: list[str] | None = None) -> None:
             "search_chars_returned": {"p50": int(statistics.median(sizes)), "max": max(sizes)},
         }
         result["cards"] = card_stats(data_dir)
-    result["provenance"] = finish(prov)
-
+    write_result(args.out, result, prov)
     print(json.dumps(result, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
 
 
 def card_stats(data_dir: str) -> dict[str, int]:

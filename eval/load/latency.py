@@ -53,8 +53,8 @@ from codemem.store.lance import COMPACT_TARGET_ROWS  # noqa: E402
 from codemem.store.maintenance import Bounds  # noqa: E402
 from eval._data import RELATED, chunks, load_queries, load_sessions  # noqa: E402
 from eval._paths import REPO_ROOT, RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 from eval._server import (  # noqa: E402
     Server,
     post_retrying,
@@ -438,7 +438,6 @@ def main(argv: list[str] | None = None) -> int:
           f"in {time.perf_counter() - t_load:.1f} s", flush=True)
     embed_timer = QueryEmbedTimer(env)
     result: dict[str, object] = {
-        "provenance": finish(prov),
         "conditions": conditions(env, args.source),
         "params": {"items": targets, "chunk": args.chunk, "searches": args.searches, "concurrency": args.concurrency,
                    "top_k": 100, "user_id": user_id},
@@ -481,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
                 result["checkpoints"].append(cp)  # type: ignore[union-attr]
                 cp["server_restarts_so_far"] = srv.restarts
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-                Path(args.out).write_text(json.dumps(result | {"partial": True, "ignored_sigterms": len(sigterms)}, indent=2))
+                write_result(args.out, result | {"partial": True, "ignored_sigterms": len(sigterms)}, prov)
                 s = search["latency_ms"]
                 print(f"  Search p50 {fmt(s['p50'])} p95 {fmt(s['p95'])} p99 {fmt(s['p99'])} ms; "
                       f"query embed p50 {fmt(emb['p50'])} ms; health RTT p50 {rtt['p50']:.1f} ms", flush=True)
@@ -510,14 +509,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(data_dir, ignore_errors=True)
     result["total_wall_s"] = time.perf_counter() - t_all
     result["ignored_sigterms"] = len(sigterms)
-    result["provenance"] = finish(prov)
     result["command"] = prov["command"]
     result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
-
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    out.with_suffix(".md").write_text(markdown(result))
+    out = write_result(args.out, result, prov, markdown=markdown)
     print_table(result)
     bd = result.get("breakdown")
     if isinstance(bd, dict) and "error" not in bd:

@@ -23,7 +23,6 @@ Target: `after` p50 within 1.3x of `compacted` p50. Writes `<out>.json` and `<ou
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from pathlib import Path
 import httpx
 
 from eval._paths import RESULTS
-from eval._provenance import finish, header, provenance
+from eval._provenance import header, provenance, write_result
 from eval._server import Server, post_retrying, running_server
 from eval._stats import summary_ms
 from eval.replay.data import (
@@ -173,9 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         built = build_store(store, args.data, args.trajectories, args.tail, args.chunk)
         log(f"store: {built}")
         measured = measure(store, queries, args.compact_timeout)
-    result = {"provenance": finish(prov), "store": built, "measured": measured}
-    Path(f"{args.out}.json").write_text(json.dumps(result, indent=1))
-    Path(f"{args.out}.md").write_text(markdown(result))
+    result: dict[str, object] = {"store": built, "measured": measured}
+    write_result(f"{args.out}.json", result, prov, markdown=markdown, indent=1)
     print(markdown(result))
     return 0
 

@@ -23,7 +23,6 @@ The target is p95 <= 300 ms for every page at 300 experiences.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -39,7 +38,7 @@ import httpx  # noqa: E402
 
 from eval._data import load_queries, load_sessions  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 from eval._server import running_server  # noqa: E402
 from eval._stats import summary_ms  # noqa: E402
 
@@ -122,14 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     pages = {page: summary_ms(values, 1) for page, values in times.items()}
     worst = max(float(p["p95"] or 0.0) for p in pages.values())
     result = {
-        "provenance": finish(prov),
         "experiences": len(sessions), "messages": sum(len(m) for _, m in sessions),
         "ingest_s": round(ingest_s, 1), "health_before_pages": health,
         "requests_per_page": args.requests, "pages_ms": pages,
         "worst_p95_ms": worst, "target_p95_ms": TARGET_P95_MS, "meets_target": worst <= TARGET_P95_MS,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, prov)
     for page, s in pages.items():
         print(f"{page:11s} p50 {s['p50']:7.1f} ms  p95 {s['p95']:7.1f} ms  max {s['max']:7.1f} ms", file=sys.stderr)
     print(f"{len(sessions)} experiences; worst p95 {worst:.1f} ms (target {TARGET_P95_MS:.0f}); wrote {args.out}",

@@ -31,7 +31,7 @@ from codemem.experience.building.paths import is_scratch_name  # noqa: E402
 from codemem.models import Message  # noqa: E402
 from codemem.transcripts import render_claude_code_events  # noqa: E402
 from eval._paths import RESULTS, SWE_LITE_TAR  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 from eval._stats import percentile  # noqa: E402
 
 DEFAULT_TAR = SWE_LITE_TAR
@@ -208,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     prov = provenance("eval.quality.experience_stats", argv)
     result = stats(args.tar)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"provenance": finish(prov), **result}, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(f"wrote {args.out}")
     return 0
 

@@ -41,7 +41,7 @@ from pathlib import Path
 import httpx
 
 from eval._paths import RESULTS, SHARED_DATA
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 from eval._server import Server, post_retrying, running_server
 from eval._stats import summary_ms
 from eval.replay.baselines import Bm25Index, Doc, Tokenizer
@@ -317,7 +317,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary += [{"system": system, "scope": c.name, **summarize([s for s in mine if s.conversation == c.name])}
                     for c in convs]
     result = {
-        "provenance": finish(prov),
         "run": {"data": str(args.data), "conversations": names, "top_k": TOP_K, "windows_tokens": WINDOWS,
                 "chunk": {"messages": CHUNK_MESSAGES, "words": CHUNK_WORDS}, "env": env,
                 "unknown_evidence": {c.name: list(c.unknown_evidence) for c in convs},
@@ -328,11 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "questions": [asdict(s) for s in scores],
         "answers": answers,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    md = report(result)
-    args.out.with_suffix(".md").write_text(md)
-    print(md)
+    out = write_result(args.out.with_suffix(".json"), result, prov, markdown=report, indent=1)
+    print(out.with_suffix(".md").read_text())
     errors = [e for i in ingests.values() for e in i["errors"]]  # type: ignore[index]
     for e in errors:
         print("error:", e)

@@ -43,7 +43,7 @@ from typing import Protocol
 import httpx
 
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 from eval._server import running_server
 from eval._stats import percentile, summary_ms
 
@@ -305,7 +305,6 @@ def main(argv: list[str] | None = None) -> int:
             replay = replay_all(client, tasks)
     summary = summarise(replay)
     result = {
-        "provenance": finish(prov),
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
         "data": [str(d) for d in args.data],
@@ -314,8 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         "errors": replay.errors,
         "domains": summary,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(table(summary))
     for e in replay.errors:
         print("error:", e)

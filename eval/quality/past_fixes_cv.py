@@ -40,7 +40,7 @@ from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.relevance import SessionSignals, fuse, weights_of
 from codemem.store.schema import key_of
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 from eval.quality.past_fixes import TASKS, metrics
 
 WEIGHTS = {"title_weight": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0), "subject_weight": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0),
@@ -198,7 +198,6 @@ def main(argv: list[str] | None = None) -> int:
               f"held out {folds[name]['held_out']}", flush=True)
     fitted = choose(grid, everything, list(range(len(everything))))
     result = {
-        "provenance": finish(prov),
         "tasks": len(everything),
         "held_out": metrics(held),
         "held_out_joint": metrics(held_joint),
@@ -210,8 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps({k: result[k] for k in ("held_out", "held_out_joint", "in_sample", "shipped",
                                              "without_commit_signals")}, indent=1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(f"wrote {args.out}")
     return 0
 

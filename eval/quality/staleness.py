@@ -32,7 +32,7 @@ from codemem.gitfacts import is_test_path
 from codemem.gitlog import ATTRIBUTES, JS_FUNCNAME, commit_to_experience, iter_changes
 from codemem.gitstale import Staleness
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 
 MAX_KEYS = 4
 _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     print(json.dumps(summary, indent=1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"provenance": finish(prov), "repo": args.repo, "seed": args.seed,
-                                    "summary": summary, "rows": rows}, indent=2) + "\n")
+    write_result(args.out, {"repo": args.repo, "seed": args.seed, "summary": summary, "rows": rows}, prov)
     print(f"wrote {args.out}")
     return 0
 

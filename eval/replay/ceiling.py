@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
+from eval._provenance import provenance, write_result
 from eval.replay.baselines import DenseChunks, Tokenizer, message_index, trajectory_index
 from eval.replay.data import DEFAULT_DATA, Task, Trajectory, iter_trajectories, load_tasks
 from eval.replay.run import DEFAULT_CACHE
@@ -167,7 +167,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             audit.append({"task": task.instance_id, "first": top, "gold": sorted(task.gold)})
 
     result = {
-        "provenance": finish(prov),
         "run": {"tasks": len(tasks), "trajectories": len(trajs), "replay": str(args.replay),
                 "replay_provenance": replay.get("provenance") or replay.get("run", {}).get("git_head")},
         "signals": {n: asdict(f) for n, f in single.items()},
@@ -175,11 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fusion_held_out_by_repo": {**asdict(out_of_sample), "splits": splits},
         "same_issue_misses": audit,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    md = report(result, single, in_sample, out_of_sample, audit, len(tasks))
-    args.out.with_suffix(".md").write_text(md)
-    print(md)
+    out = write_result(args.out.with_suffix(".json"), result, prov, indent=1,
+                       markdown=lambda r: report(r, single, in_sample, out_of_sample, audit, len(tasks)))
+    print(out.with_suffix(".md").read_text())
     return 0
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -47,8 +46,8 @@ from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.relevance import SessionSignals, features, fuse, relevance, runner_up
 from codemem.store.schema import key_of
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
+from eval._provenance import provenance, write_result
 from eval.replay.data import DEFAULT_DATA, Task, load_tasks
 from eval.replay.metrics import Item, QueryScore, count_tokens, score_query, summarize
 
@@ -292,7 +291,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         baseline = score_end_to_end(memory, tasks, DEFAULT_SEARCH)
     held_out = pool_folds(folds, tasks)
     result = {
-        "provenance": finish(prov),
         "run": {"tasks": len(tasks), "data_dir": str(args.data_dir), "grid": GRID, "floors": FLOORS,
                 "floor_margin": FLOOR_MARGIN, "penalties": PENALTIES, "smooth_steps": SMOOTH_STEPS},
         "default_search": baseline,
@@ -300,11 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "folds": [{k: v for k, v in f.items() if k != "config"} for f in folds],
         "in_sample": {**in_info, "scores": in_sample},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str) + "\n")
-    md = report(result)
-    args.out.with_suffix(".md").write_text(md)
-    print(md)
+    out = write_result(args.out.with_suffix(".json"), result, prov, markdown=report, indent=1)
+    print(out.with_suffix(".md").read_text())
     return 0
 
 

@@ -24,7 +24,6 @@ client; the baselines' is their query in this process: the report labels the two
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -35,14 +34,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
 
 from codemem.ranking.recipes import DEFAULT_SEARCH, RANKINGS
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
+from eval._provenance import provenance, write_result
 from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
 from eval._stats import percentile
 from eval.replay.baselines import (
@@ -73,6 +73,7 @@ from eval.replay.metrics import (
     TOKEN_NOTE,
     Item,
     QueryScore,
+    Summary,
     count_tokens,
     score_query,
     summarize_all,
@@ -361,15 +362,17 @@ def run_info(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
     }
 
 
-def write_outputs(out: Path, result: dict[str, object], summaries: list, notes: list[str]) -> None:
-    info, prov = result["run"], result["provenance"]
-    header = (f"{provenance_header(prov)}; "  # type: ignore[arg-type]
-              f"{info['tasks']} labelled tasks, {info['trajectories']} trajectories; "  # type: ignore[index]
-              f"rendering {info['args']['rendering']}, {info['args']['chunk']}-message Adds.")  # type: ignore[index]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{out}.json").write_text(json.dumps(result, indent=1, default=str))
-    Path(f"{out}.md").write_text(markdown(summaries, str(prov["command"]), header, notes))  # type: ignore[index]
-    plot(summaries, Path(f"{out}.png"), f"Retrieval replay, SWE-ContextBench Lite\n{header}")
+def write_outputs(out: Path, result: dict[str, Any], prov: dict[str, object], summaries: list[Summary],
+                  notes: list[str]) -> None:
+    def header(r: dict[str, Any]) -> str:
+        info = r["run"]
+        return (f"{provenance_header(r['provenance'])}; "
+                f"{info['tasks']} labelled tasks, {info['trajectories']} trajectories; "
+                f"rendering {info['args']['rendering']}, {info['args']['chunk']}-message Adds.")
+
+    write_result(Path(f"{out}.json"), result, prov, indent=1,
+                 markdown=lambda r: markdown(summaries, str(r["provenance"]["command"]), header(r), notes))
+    plot(summaries, Path(f"{out}.png"), f"Retrieval replay, SWE-ContextBench Lite\n{header(result)}")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -478,11 +481,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes = check.notes() + ([f"{served['ingest']['n_errors']} Adds failed"]  # type: ignore[index]
                              if served.get("ingest", {}).get("n_errors") else [])  # type: ignore[union-attr]
     info["wall_s"] = round(time.perf_counter() - t0, 1)
-    result = {"provenance": finish(prov), "run": info, "service": served, "baselines": baseline_info,
+    result: dict[str, Any] = {"run": info, "service": served, "baselines": baseline_info,
               "contract_notes": notes,
               "summary": [s.as_dict() | {"latency_measured": latency_kind(s.system)} for s in summaries],
               "queries": [asdict(s) for s in scores], "codemem_raw": raw}
-    write_outputs(args.out, result, summaries, notes)
+    write_outputs(args.out, result, prov, summaries, notes)
     print()
     print(text_table(summaries))
     print(f"({LEGEND})")

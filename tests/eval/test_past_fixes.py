@@ -9,8 +9,8 @@ from pathlib import Path
 
 import git
 
-from eval import past_fixes, past_fixes_cv, staleness
 from eval._provenance import PROVENANCE_KEYS
+from eval.quality import past_fixes, past_fixes_cv, staleness
 
 
 def _repo(path: Path) -> str:

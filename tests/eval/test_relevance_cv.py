@@ -10,7 +10,7 @@ import pytest
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
-from eval import relevance_cv
+from eval.replay import relevance_cv
 from eval.replay.data import Task
 
 
