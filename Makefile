@@ -44,7 +44,8 @@ install: setup
 uninstall:
 	@if [ "$$(readlink $(BINDIR)/codemem)" = "$(abspath $(BIN))/codemem" ]; then rm $(BINDIR)/codemem; echo "removed $(BINDIR)/codemem"; fi
 
-# ruff and mypy come from the `test` extra; their settings are in pyproject.toml.
+# ruff and mypy come from the `test` extra; their settings are in pyproject.toml (mypy covers
+# the service packages, eval/ and train/).
 lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy

@@ -44,6 +44,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from queue import Empty, Queue
+from typing import Any, cast
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation warnings, in this process
 
@@ -99,7 +100,7 @@ def add_all(srv: Server, user_id: str, work: list[tuple[str, str, list[dict]]], 
                         send(client, rid, sid, msgs)
 
     def send(client: httpx.Client, rid: str, sid: str, msgs: list[dict]) -> None:
-        body = {"request_id": rid, "user_id": user_id, "session_id": sid, "messages": msgs}
+        body: dict[str, object] = {"request_id": rid, "user_id": user_id, "session_id": sid, "messages": msgs}
         dt = 0.0
         try:
             r, dt = post_retrying(client, srv, "/add", body)
@@ -125,7 +126,7 @@ def add_all(srv: Server, user_id: str, work: list[tuple[str, str, list[dict]]], 
 
 
 def run_searches(srv: Server, user_id: str, queries: list[str], n: int, top_k: int = 100, warmup: int = 3,
-                 timeout_s: float = 120.0) -> dict[str, object]:
+                 timeout_s: float = 120.0) -> dict[str, Any]:
     """`n` sequential Searches (cycling through `queries`), after `warmup` untimed ones."""
     lat: list[float] = []
     warm: list[float] = []
@@ -150,7 +151,7 @@ def run_searches(srv: Server, user_id: str, queries: list[str], n: int, top_k: i
             "response_bytes_p50": percentile(sizes, 50), "hits_p50": percentile(hits, 50), "raw_ms": [x * 1000 for x in lat]}
 
 
-def searches_with_cpu(srv: Server, user_id: str, queries: list[str], n: int) -> dict[str, object]:
+def searches_with_cpu(srv: Server, user_id: str, queries: list[str], n: int) -> dict[str, Any]:
     """`run_searches`, plus the server's CPU ms per Search (None if it was restarted meanwhile)."""
     pid, cpu0 = srv.pid, proc_cpu_s(srv.pid)
     res = run_searches(srv, user_id, queries, n)
@@ -160,7 +161,7 @@ def searches_with_cpu(srv: Server, user_id: str, queries: list[str], n: int) -> 
     return res
 
 
-def health_rtt(srv: Server, n: int = 50) -> dict[str, object]:
+def health_rtt(srv: Server, n: int = 50) -> dict[str, Any]:
     lat = []
     with httpx.Client(timeout=10, trust_env=False) as client:
         for _ in range(n):
@@ -176,7 +177,7 @@ def table_stats(data_dir: str) -> dict[str, int]:
     import lancedb
 
     t = lancedb.connect(data_dir).open_table("items")
-    s = t.stats()
+    s = cast("dict[str, Any]", t.stats())  # a dict at run time, whatever lancedb's annotation says
     frag = s.get("fragment_stats", {})
     sizes = [f.metadata.physical_rows for f in t.to_lance().get_fragments()]
     unindexed = 0
@@ -198,7 +199,7 @@ def settled(stats: dict[str, int]) -> bool:
     return stats["unindexed_rows"] == 0 and stats["fragments_to_compact"] <= Bounds().small_fragments
 
 
-def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, object]:
+def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, Any]:
     """Wait until the server's compactor has folded in everything the Adds left, as it
     judges it: nothing unindexed, no more fragments it would merge (under
     `COMPACT_TARGET_ROWS` rows) than its `Bounds` allow (it leaves larger ones alone, so a
@@ -237,14 +238,14 @@ class QueryEmbedTimer:
         # The server's settings: its defaults plus the CODEMEM_* values it was given.
         self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})
         try:
-            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads,  # type: ignore[call-arg]
+            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads,
                                            onnx_queries=self.settings.onnx_queries)
         except (TypeError, AttributeError):  # an older embedder, without these settings
             self.embedder = MiniLMEmbedder()
         getattr(self.embedder, "warm", self.embedder.load)()  # as the server does
         self.embedder.embed(["warm up"], self.settings.query_max_tokens)
 
-    def time(self, queries: list[str], n: int, max_tokens: int | None = None) -> dict[str, object]:
+    def time(self, queries: list[str], n: int, max_tokens: int | None = None) -> dict[str, Any]:
         max_tokens = max_tokens or self.settings.query_max_tokens
         lat = []
         for i in range(n):
@@ -254,8 +255,8 @@ class QueryEmbedTimer:
         return summary_ms(lat)
 
 
-def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedder, top_k: int = 100,
-                        server_env: dict[str, str] | None = None) -> dict[str, object]:
+def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedder: Any, top_k: int = 100,
+                        server_env: dict[str, str] | None = None) -> dict[str, Any]:
     """With the server stopped: one Search per query through the core (`codemem.memory.Memory`)
     on the same data directory, in this process, with the store's and the embedder's methods
     wrapped in timers (whatever Search calls); "other" = the rest (fusion, hit building)."""
@@ -272,7 +273,7 @@ def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedde
     def wrap(obj: object, name: str, label: str) -> None:
         fn = getattr(obj, name)
 
-        def timed(*a, **kw):  # type: ignore[no-untyped-def]
+        def timed(*a, **kw):
             depth[0] += 1
             t0 = time.perf_counter()
             try:
@@ -302,14 +303,14 @@ def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedde
                 calls.setdefault(k, []).append(current.get(k, 0.0))
     finally:
         mem.close()
-    out: dict[str, object] = {k: summary_ms(v) for k, v in sorted(calls.items())}
+    out: dict[str, Any] = {k: summary_ms(v) for k, v in sorted(calls.items())}
     out["total"] = summary_ms(totals)
     return out | {"stats": table_stats(data_dir)}
 
 
 # -- reporting --------------------------------------------------------------------------------
 
-def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[str, object]:
+def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[str, Any]:
     def ver(mod: str) -> str | None:
         try:
             from importlib.metadata import version
@@ -437,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"loaded {len(sessions)} sessions, {sum(len(m) for _, m in sessions):,} messages, {len(queries)} queries "
           f"in {time.perf_counter() - t_load:.1f} s", flush=True)
     embed_timer = QueryEmbedTimer(env)
-    result: dict[str, object] = {
+    result: dict[str, Any] = {
         "conditions": conditions(env, args.source),
         "params": {"items": targets, "chunk": args.chunk, "searches": args.searches, "concurrency": args.concurrency,
                    "top_k": 100, "user_id": user_id},
@@ -477,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
                     "search": search, "query_embed_ms": emb, "health_rtt_ms": rtt,
                     "loadavg": os.getloadavg(),
                 }
-                result["checkpoints"].append(cp)  # type: ignore[union-attr]
+                result["checkpoints"].append(cp)
                 cp["server_restarts_so_far"] = srv.restarts
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
                 write_result(args.out, result | {"partial": True, "ignored_sigterms": len(sigterms)}, prov)
@@ -510,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     result["total_wall_s"] = time.perf_counter() - t_all
     result["ignored_sigterms"] = len(sigterms)
     result["command"] = prov["command"]
-    result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
+    result["conditions"]["loadavg_at_end"] = os.getloadavg()
     out = write_result(args.out, result, prov, markdown=markdown)
     print_table(result)
     bd = result.get("breakdown")

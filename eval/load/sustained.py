@@ -49,6 +49,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -154,7 +155,7 @@ def server_times(srv: Server, since: int) -> dict[str, dict[str, object]]:
     return {route: {status: summary_ms(v, 1) for status, v in sorted(by.items())} for route, by in sorted(times.items())}
 
 
-async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
+async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, Any]:
     url = srv.url
     adds, searches = Tally(), Tally()
     acked: list[tuple[str, str, str]] = []  # (user_id, session_id, mark) of every Add answered 200

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from codemem.gitfacts import is_test_path
 from codemem.gitlog import ATTRIBUTES, JS_FUNCNAME, commit_to_experience, iter_changes
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             changes.append((rec.sha, bool(exp.card.changed_since), keys[:MAX_KEYS]))
     sample = random.Random(args.seed).sample(changes, min(args.sample, len(changes)))
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.NamedTemporaryFile("w", suffix=".gitattributes") as fh:
         fh.write(ATTRIBUTES)
         fh.flush()

@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     held_out: list[Ranking] = []
     held_tasks: list[Task] = []
-    splits: list[dict[str, object]] = []
+    splits: list[dict[str, Any]] = []
     repos = sorted({t.repo for t in tasks})
     for test_repo in repos:
         train = [i for i, t in enumerate(tasks) if t.repo != test_repo]
@@ -180,8 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def report(result: dict[str, object], single: dict[str, Figures], in_sample: Figures, held: Figures,
-           audit: list[dict[str, object]], n: int) -> str:
+def report(result: dict[str, Any], single: dict[str, Figures], in_sample: Figures, held: Figures,
+           audit: list[dict[str, Any]], n: int) -> str:
     fusion = result["fusion_in_sample"]
     lines = [
         "# Fusion ceiling (noisy-all, links_dev.json)", "",

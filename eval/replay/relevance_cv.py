@@ -34,6 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -231,7 +232,7 @@ def answer_score(memory: Memory, case: Case, config: SearchConfig) -> QueryScore
     return score_query("codemem", case.condition, case.task.instance_id, items, gold, 0.0)
 
 
-def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -> tuple[SearchConfig, dict[str, object]]:
+def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -> tuple[SearchConfig, dict[str, Any]]:
     noisy = [c for c in cases if c.condition == "noisy-all"]
     config, (mrr, hit1) = fit_fusion(noisy, gold_keys)
     config = config.replace(relevance_floor=fit_floor(noisy, config, gold_keys, memory.shape.groups_to_read(TOP_K)))
@@ -244,8 +245,8 @@ def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -
                     "threshold_curve": curve}
 
 
-def score_end_to_end(memory: Memory, tasks: Sequence[Task], config: SearchConfig) -> dict[str, dict[str, object]]:
-    out: dict[str, dict[str, object]] = {}
+def score_end_to_end(memory: Memory, tasks: Sequence[Task], config: SearchConfig) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for condition, user in USERS.items():
         scores, quiet = [], 0
         for task in tasks:
@@ -303,13 +304,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def pool_folds(folds: list[dict[str, object]], tasks: Sequence[Task]) -> dict[str, dict[str, object]]:
+def pool_folds(folds: list[dict[str, Any]], tasks: Sequence[Task]) -> dict[str, dict[str, Any]]:
     """Held-out figures over all tasks: each fold's per-condition figures weighted by its tasks."""
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for condition in USERS:
-        rows = [(f["scores"][condition], sum(t.repo == f["test_repo"] for t in tasks)) for f in folds]  # type: ignore[index]
+        rows = [(f["scores"][condition], sum(t.repo == f["test_repo"] for t in tasks)) for f in folds]
         n = sum(w for _, w in rows)
-        pooled: dict[str, object] = {}
+        pooled: dict[str, Any] = {}
         for key in ("hit1", "hit5", "mrr", "gold_share_8k", "tokens_total_mean", "found"):
             vals = [(r[key], w) for r, w in rows if r.get(key) is not None]
             if key == "found":
@@ -322,8 +323,8 @@ def pool_folds(folds: list[dict[str, object]], tasks: Sequence[Task]) -> dict[st
     return out
 
 
-def report(result: dict[str, object]) -> str:
-    def row(name: str, s: dict[str, dict[str, object]]) -> str:
+def report(result: dict[str, Any]) -> str:
+    def row(name: str, s: dict[str, dict[str, Any]]) -> str:
         a, b = s["noisy-all"], s["absent"]
         ratio = b["tokens_total_mean"] / a["tokens_total_mean"] if a["tokens_total_mean"] else float("nan")
         return (f"| {name} | {a['hit1']:.3f} | {a['hit5']:.3f} | {a['mrr']:.3f} | {a['found']} | "
@@ -331,21 +332,21 @@ def report(result: dict[str, object]) -> str:
     prov = result["provenance"]
     lines = [
         "# Search knobs chosen by cross-validation across repositories", "",
-        f"{provenance_header(prov)}; {result['run']['tasks']} labelled tasks, noisy-all and absent memories "  # type: ignore[index]
-        f"of `{result['run']['data_dir']}`.", "",  # type: ignore[index]
-        f"`{prov['command']}`", "",  # type: ignore[index]
+        f"{provenance_header(prov)}; {result['run']['tasks']} labelled tasks, noisy-all and absent memories "
+        f"of `{result['run']['data_dir']}`.", "",
+        f"`{prov['command']}`", "",
         "| search | hit@1 | hit@5 | MRR | found | gold share 8k | noisy-all tokens | absent tokens | absent/noisy |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        row("DEFAULT_SEARCH as shipped", result["default_search"]),  # type: ignore[arg-type]
-        row("held out: fit on the other repository", result["held_out_by_repo"]),  # type: ignore[arg-type]
-        row("in sample: fit on all tasks", result["in_sample"]["scores"]),  # type: ignore[index]
+        row("DEFAULT_SEARCH as shipped", result["default_search"]),
+        row("held out: fit on the other repository", result["held_out_by_repo"]),
+        row("in sample: fit on all tasks", result["in_sample"]["scores"]),
         "", "Trajectory level; tokens = characters / 4, mean per query; held-out rows pool each repository's "
         "figures from the fold that did not see it. Latency is in-process (no HTTP).", "",
         "Chosen per fold:", "",
     ]
-    for f in result["folds"]:  # type: ignore[attr-defined]
+    for f in result["folds"]:
         lines.append(f"- test {f['test_repo']}: {f['chosen']} (train MRR {f['train_rank']['mrr']}, hit@1 {f['train_rank']['hit1']})")
-    lines.append(f"- all tasks (shipped): {result['in_sample']['chosen']}")  # type: ignore[index]
+    lines.append(f"- all tasks (shipped): {result['in_sample']['chosen']}")
     return "\n".join(lines) + "\n"
 
 
