@@ -1,5 +1,6 @@
 """Render docs/results.md from the result files: every figure the documentation quotes
-(`eval.figures`), each beside its result file, the commit and date it was written at, whether
+(`eval.figures`) and the learned ranker's training figures from its card, each beside its
+result file, the commit and date it was written at, whether
 the tree was dirty, the machine and its in-sample / validation / held-out / training label;
 then, from the git history, which files were written before later changes to the service.
 
@@ -26,6 +27,7 @@ from eval._paths import REPO_ROOT, RESULTS
 from eval.figures import FIGURES, FILE_LABELS, LABELS, RETIRED, Figure
 
 PAGE = REPO_ROOT / "docs" / "results.md"
+MODEL_CARD = REPO_ROOT / "codemem" / "ranking" / "models" / "ranker.json"
 STALE_MARK = "## Service changes since each file was written"
 CODE_PATHS = ("codemem", "api", "parsers")
 
@@ -111,7 +113,21 @@ def file_rows(loaded: dict[str, dict[str, Any]]) -> list[str]:
     return rows
 
 
-def render_results(results: Path = RESULTS, figures: Sequence[Figure] = FIGURES) -> str:
+def training_rows(card: dict[str, Any]) -> list[str]:
+    """The learned ranker's cross-validated figures on its training data, from its card."""
+    trained = card["trained_on"]
+    rows = [f"The learned ranker's card (`{MODEL_CARD.relative_to(REPO_ROOT)}`, model `{card['model_id']}`, "
+            f"its card names commit `{short(trained['commit'])}`; trained on {trained['data']}, {trained['queries']} queries with "
+            f"related tasks): {card['cv']['note']}. The card records no date or machine; "
+            "`train/ranker/README.md` says how it was made.", "",
+            "| ranking | hit@1 | hit@5 | MRR | label |", "|---|---:|---:|---:|---|"]
+    for name, f in card["cv"]["figures"].items():
+        rows.append(f"| {name} | {f['hit@1']:.3f} | {f['hit@5']:.3f} | {f['mrr']:.3f} | training |")
+    return rows
+
+
+def render_results(results: Path = RESULTS, figures: Sequence[Figure] = FIGURES,
+                   card: Path = MODEL_CARD) -> str:
     """The part of the page that depends on the result files only."""
     loaded = {p.name: json.loads(p.read_text()) for p in result_files(results)}
     unlabelled = sorted(set(loaded) - set(FILE_LABELS))
@@ -135,6 +151,10 @@ def render_results(results: Path = RESULTS, figures: Sequence[Figure] = FIGURES)
         "## Figures",
         "",
         *figure_rows(figures, loaded),
+        "",
+        "## Training figures",
+        "",
+        *training_rows(json.loads(card.read_text())),
         "",
         "## Result files",
         "",
