@@ -103,7 +103,10 @@ class MiniLMEmbedder:
 
     @property
     def loaded(self) -> bool:
-        """Ready for requests: the model, and the query encoder where one is wanted."""
+        """Ready for requests: the checked query encoder where one is wanted (torch then
+        need not be loaded at all), else the model."""
+        if self.onnx_queries and MINILM_NAME in _CHECKED and _ONNX.get(MINILM_NAME) is not None:
+            return True
         return MINILM_NAME in _MODELS and (not self.onnx_queries or MINILM_NAME in _ONNX)
 
     @property
@@ -119,9 +122,12 @@ class MiniLMEmbedder:
         return _load_minilm(self.threads)
 
     def warm(self) -> None:
-        """The model, and for a server its one-text ONNX encoder (codemem/onnx_encoder.py):
-        the cached one when it still gives torch's vectors, else exported (~2 s) and cached.
+        """For a server, its ONNX encoder (codemem/onnx_encoder.py): the cached one when it
+        gives the probe vector torch gave when it was exported, with no torch loaded at all;
+        else the model, and the encoder checked against it, or exported (~2 s) and cached.
         Until it is ready, and where it cannot be had, queries run on torch."""
+        if self.onnx_queries and self._take_up_checked_cache():
+            return
         self.load()
         if not self.onnx_queries:
             return
@@ -136,12 +142,26 @@ class MiniLMEmbedder:
             _CHECKED.add(MINILM_NAME)
             cached = _ONNX.get(MINILM_NAME) or self._cached_encoder()
             if cached is not None and cached.matches(reference):
+                cached.save(query_encoder_path())  # its probe vector: the next process needs no torch
                 _ONNX[MINILM_NAME] = cached
                 return
             encoder = OnnxEncoder.export(_MODELS[MINILM_NAME], self.threads, reference=reference)
             if encoder is not None:
                 encoder.save(query_encoder_path())
             _ONNX[MINILM_NAME] = encoder
+
+    def _take_up_checked_cache(self) -> bool:
+        """Whether the cached encoder is in and gives its saved probe vector (taken up here);
+        torch is not imported for it."""
+        with _EXPORT_LOCK:
+            if MINILM_NAME in _CHECKED:
+                return _ONNX.get(MINILM_NAME) is not None
+            cached = _ONNX.get(MINILM_NAME) or self._cached_encoder()
+            if cached is None or not cached.matches_saved(query_encoder_path()):
+                return False
+            _ONNX[MINILM_NAME] = cached
+            _CHECKED.add(MINILM_NAME)
+            return True
 
     def ready(self) -> bool:
         """The model is loaded, or the checked query encoder is in (a cached one is taken up

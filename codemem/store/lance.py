@@ -240,8 +240,11 @@ class Store:
 
     @staticmethod
     def _run(query: AsyncQueryBase) -> list[dict[str, Any]]:
-        """The query's rows, run on LanceDB's background event loop in one hop."""
-        return cast(list[dict[str, Any]], LOOP.run(query.to_list()))
+        """The query's rows, run on LanceDB's background event loop in one hop. Its Arrow
+        result is turned into rows here, in the caller's thread: every query and every
+        commit of the process goes through that one loop thread, and rows converted there
+        (`to_list`) queued each commit behind every Search's Python work."""
+        return cast(list[dict[str, Any]], LOOP.run(query.to_arrow()).to_pylist())
 
     def holds_user(self, user_key: str) -> bool:
         """Whether the user has any row. A user seen holding rows is not looked up again

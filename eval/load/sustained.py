@@ -15,12 +15,12 @@
    at once; the trajectories are cycled under new session ids when more are asked for).
 2. Sustained: `--adders` clients send 20-message chunks of real trajectories (each chunk's
    last message is a unique check mark; with `--single-message`, one real message each,
-   the mark appended to it), `--searchers` clients send related tasks' problem statements
+   the mark appended to it), `--searchers` clients (in a process of their own) send related tasks' problem statements
    (top_k 100), all at once for `--seconds`. A client answered 503 waits its Retry-After,
    as a platform does; `--users` spreads the clients over that many user ids, and
    `--adds-per-session` Adds go to each session. Reported per endpoint: statuses and transport errors, acknowledged
-   throughput (answers 200 per second of the phase's wall time, its drain included),
-   latency p50/p95/p99 of the answers 200 only, and the shed rate (503 share, and the
+   throughput (answers 200 per second of wall time: the Add clients' own, the Search
+   clients' own, each with its drain), latency p50/p95/p99 of the answers 200 only, and the shed rate (503 share, and the
    latency of the 503 answers: admission decides before any work, so it stays short);
    `server_ms` gives the same per route and status as the server's access log timed them
    (the client's own delays left out), and `server_cpu_ms_per_answer` the server's CPU time.
@@ -42,10 +42,12 @@ import argparse
 import asyncio
 import itertools
 import json
+import multiprocessing
 import os
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -157,12 +159,12 @@ def server_times(srv: Server, since: int) -> dict[str, dict[str, object]]:
 
 async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, Any]:
     url = srv.url
-    adds, searches = Tally(), Tally()
+    adds = Tally()
     acked: list[tuple[str, str, str]] = []  # (user_id, session_id, mark) of every Add answered 200
     acked_at: list[float] = []  # seconds from the phase's start at which each was answered
     t_start = time.monotonic()
     deadline = t_start + args.seconds
-    limits = httpx.Limits(max_connections=args.adders + args.searchers + 8)
+    limits = httpx.Limits(max_connections=args.adders + 8)
 
     async with httpx.AsyncClient(base_url=url, timeout=args.timeout, limits=limits) as client:
         async def adder(i: int) -> None:
@@ -179,16 +181,16 @@ async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]
                 await back_off(r, deadline)
                 n += 1
 
-        async def searcher(i: int) -> None:
-            n = 0
-            while time.monotonic() < deadline:
-                q = queries[(i * 31 + n) % len(queries)]
-                r = await post(client, "/search", {"user_id": user_of(i, args.users), "query": q, "top_k": 100}, searches)
-                await back_off(r, deadline)
-                n += 1
-
         t0, cpu0, log0 = time.perf_counter(), group_cpu_s(srv.pid), log_size(srv)
-        await asyncio.gather(*(adder(i) for i in range(args.adders)), *(searcher(i) for i in range(args.searchers)))
+        # The Search clients run in a process of their own: decoding their large answers in
+        # this event loop held every Add client's next request back (a client-side delay
+        # that the figures would have charged to the server).
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as aside:
+            searched = asyncio.get_running_loop().run_in_executor(
+                aside, run_searchers, url, args.searchers, args.users, args.seconds, args.timeout, queries)
+            await asyncio.gather(*(adder(i) for i in range(args.adders)))
+            add_wall = time.perf_counter() - t0
+            searches = await searched
         wall, cpu1 = time.perf_counter() - t0, group_cpu_s(srv.pid)
     # The server's CPU time per request answered: what a shared, noisy machine changes least.
     cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
@@ -198,8 +200,31 @@ async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]
         timeline[min(int(at), len(timeline) - 1)] += 1
     return {"wall_s": round(wall, 1), "server_cpu_s": None if cpu is None else round(cpu, 1),
             "server_cpu_ms_per_answer": round(1000 * cpu / answered, 1) if cpu is not None and answered else None,
-            "add": adds.report(wall), "search": searches.report(wall), "add_timeline": timeline,
+            "add": adds.report(add_wall), "search": searches.report(wall), "add_timeline": timeline,
             "server_ms": server_times(srv, log0), "acked": acked}
+
+
+def run_searchers(url: str, clients: int, users: int, seconds: float, timeout: float, queries: list[str]) -> Tally:
+    """`clients` Search clients for `seconds` (related tasks' problem statements, top_k 100),
+    in a process of their own; what they saw."""
+    return asyncio.run(_searchers(url, clients, users, seconds, timeout, queries))
+
+
+async def _searchers(url: str, clients: int, users: int, seconds: float, timeout: float, queries: list[str]) -> Tally:
+    searches = Tally()
+    deadline = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=clients + 8)
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits) as client:
+        async def searcher(i: int) -> None:
+            n = 0
+            while time.monotonic() < deadline:
+                q = queries[(i * 31 + n) % len(queries)]
+                r = await post(client, "/search", {"user_id": user_of(i, users), "query": q, "top_k": 100}, searches)
+                await back_off(r, deadline)
+                n += 1
+
+        await asyncio.gather(*(searcher(i) for i in range(clients)))
+    return searches
 
 
 def user_of(client: int, users: int) -> str:
@@ -346,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="server setting, e.g. CODEMEM_MAX_INFLIGHT_ADDS=8")
     p.add_argument("--data", type=Path, default=SWE_LITE, help="the swe-contextbench-lite folder")
     p.add_argument("--sessions", type=int, default=None, help="read only the first N transcripts (smoke runs)")
+    p.add_argument("--source", default=None,
+                   help="serve the project from this snapshot directory (e.g. an older commit's worktree) instead of the checkout")
     p.add_argument("--out", default=str(RESULTS / "load.json"))
     args = p.parse_args(argv)
     prov = provenance("eval.load", argv)
@@ -356,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     if args.cold:
         args.preload = 0
-    with running_server(env=env, need_model=not args.cold) as srv:
+    with running_server(env=env, need_model=not args.cold, source=args.source) as srv:
         print(f"server {srv.url}; preloading {args.preload:,} messages ...", flush=True)
         preloaded = asyncio.run(preload(srv.url, pool, args.preload, args.preload_clients)) if args.preload else 0
         print(f"sustained: {args.adders} Add + {args.searchers} Search clients for {args.seconds:.0f} s ...", flush=True)
