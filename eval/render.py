@@ -1,8 +1,8 @@
 """Render docs/results.md from the result files: every figure the documentation quotes
 (`eval.figures`) and the learned ranker's training figures from its card, each beside its
-result file, the commit and date it was written at, whether
-the tree was dirty, the machine and its in-sample / validation / held-out / training label;
-then, from the git history, which files were written before later changes to the service.
+result file, the commit and date it was written at, whether the tree was dirty, the machine
+and its in-sample / validation / held-out / training label; then, from the git history,
+which files were written before later changes to the service.
 
     python -m eval.render            # writes docs/results.md
     python -m eval.render --check    # exit 1 when docs/results.md is not what the results give
