@@ -78,3 +78,8 @@ def test_every_result_file_the_readme_names_exists() -> None:
 
     named = set(re.findall(r"eval/results/([\w./-]+\.(?:json|md|png))", README))
     assert [n for n in sorted(named) if not (ROOT / "eval" / "results" / n).exists()] == []
+
+
+def test_the_readme_stays_a_users_guide() -> None:
+    # What a user needs fits in ~300 lines; measurements live in docs/results.md and eval/README.md.
+    assert len(README.splitlines()) <= 300
