@@ -3,7 +3,7 @@ it, optionally, at most `threads` requests of each kind are worked on at once.
 
 A platform retries 429/5xx with backoff; a request queued behind hundreds of others only
 grows every caller's latency (on 2 cores, 64 Adds and 256 Searches in flight waited ~23 s
-each, see eval/load.py). The bounds default above what the Coding track sends at once, so an
+each, see eval/load/sustained.py). The bounds default above what the Coding track sends at once, so an
 evaluation is never refused; a runaway client is.
 
 The decision is taken on the event loop before any work and before the body is read, so a
