@@ -51,7 +51,7 @@ IndexT = TypeVar("IndexT", bound=CardIndex)
 class _Held(Generic[IndexT]):
     index: IndexT
     built_at: float
-    version: int | None  # the store's version when its read began (None: not known)  # clock time of the read it was built from
+    version: int | None  # the store's change count when its read began (None: not known)
 
 
 class CardIndexes(Generic[IndexT]):
@@ -77,9 +77,9 @@ class CardIndexes(Generic[IndexT]):
     def get(self, user_key: str, read_cards: Callable[[], Iterable[Mapping[str, Any]]],
             version: int | None = None) -> IndexT:
         """The index of `user_key`; `read_cards()` returns its card rows from the store. With
-        the store's `version`, an index read at that same version is current however old it
-        is: nothing was written since, so a Search on a memory nobody writes to never reads
-        the cards again (re-reading them each `max_age_s` cost a Search on all 300 shared
+        the store's change count (`Store.changes`) as `version`, an index read at that same
+        count is current however old it is: nothing was written since, so a Search on a
+        memory nobody writes to never reads the cards again (re-reading them each `max_age_s` cost a Search on all 300 shared
         trajectories ~20 ms at p95, `eval.restart`)."""
         with self._lock:
             held = self._built.get(user_key)
