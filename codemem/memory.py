@@ -394,7 +394,7 @@ class Memory:
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
         # The card indexes are read from the user's cards, once when several need a read.
-        version = self.store.version()
+        version = self.store.changes()
         cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
         index = self._pool.submit(self._locations.get, user_key, cards, version)
         subjects = self._pool.submit(self._subjects.get, user_key, cards, version)

@@ -51,7 +51,7 @@ IndexT = TypeVar("IndexT", bound=CardIndex)
 class _Held(Generic[IndexT]):
     index: IndexT
     built_at: float
-    version: int | None  # the store's version when its read began (None: not known)  # clock time of the read it was built from
+    version: int | None  # the store's change count when its read began (None: not known)
 
 
 class CardIndexes(Generic[IndexT]):
@@ -77,10 +77,10 @@ class CardIndexes(Generic[IndexT]):
     def get(self, user_key: str, read_cards: Callable[[], Iterable[Mapping[str, Any]]],
             version: int | None = None) -> IndexT:
         """The index of `user_key`; `read_cards()` returns its card rows from the store. With
-        the store's `version`, an index read at that same version is current however old it
-        is: nothing was written since, so a Search on a memory nobody writes to never reads
-        the cards again (re-reading them each `max_age_s` showed in a Search's tail latency,
-        `eval.restart`)."""
+        the store's change count (`Store.changes`) as `version`, an index read at that same
+        count is current however old it is: nothing was written since, so a Search on a
+        memory nobody writes to never reads the cards again (re-reading them each
+        `max_age_s` showed in a Search's tail latency, `eval.restart`)."""
         with self._lock:
             held = self._built.get(user_key)
             if held is not None and ((version is not None and held.version == version)

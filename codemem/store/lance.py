@@ -407,6 +407,13 @@ class Store:
         self._fresh()
         return int(self.table.version)
 
+    def changes(self) -> int:
+        """A number that changes whenever anything is committed, by this process or another:
+        the shared commit count on a local data directory (8 bytes read, no round trip to
+        LanceDB's event loop), else the table's version."""
+        count = self.locks.commits.generation()
+        return self.version() if count is None else count
+
 
 class _UserPresence:
     """Which users hold rows, as `Store.holds_user` last found: a present user stays

@@ -162,7 +162,7 @@ def test_the_server_exits_without_a_native_abort(talk: Conversation) -> None:
 
 def test_the_handshake_does_not_wait_for_the_model(talk: Conversation) -> None:
     # The first remember waits for the model still loading; the handshake did not.
-    # (How long each takes is measured by eval.cli_latency, not asserted here.)
+    # (How long each takes is measured by eval.load.cli_latency, not asserted here.)
     assert talk.seconds["initialize"] < talk.seconds["remember"], talk.seconds
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from eval._paths import SWE_LITE
-from eval._replay_metrics import content_text
+from eval.replay.metrics import content_text
 
 RENDERINGS = ("default", "plain", "noreasoning")
 DEFAULT_DATA = SWE_LITE

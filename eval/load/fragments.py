@@ -1,8 +1,8 @@
 """Write amplification: Search latency over a table of many small commits, before and after
 compaction, and with the background compactor on (default settings).
 
-    python -m eval.fragments                      # 2,000 Adds per run, 100 Searches per state
-    python -m eval.fragments --adds 500 --searches 50
+    python -m eval.load.fragments                      # 2,000 Adds per run, 100 Searches per state
+    python -m eval.load.fragments --adds 500 --searches 50
 
 Three states of one user's memory, each filled by `--adds` small sequential Adds (1-2 short
 messages of real transcripts each, a new session every 20 Adds):
@@ -29,29 +29,30 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LANCE_LOG", "error")
 
 import httpx  # noqa: E402
 
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._data import load_queries, load_sessions  # noqa: E402
+from eval._paths import RESULTS  # noqa: E402
+from eval._provenance import finish, provenance, write_result  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
-from eval._server import post_retrying, running_server, shield_from_stray_sigterm, use_source  # noqa: E402
-from eval._stats import summary_ms  # noqa: E402
-from eval.latency import (  # noqa: E402
-    RESULTS,
-    conditions,
-    fmt,
-    load_queries,
-    load_sessions,
-    searches_with_cpu,
-    table_stats,
+from eval._server import (  # noqa: E402
+    Server,
+    post_retrying,
+    running_server,
+    shield_from_stray_sigterm,
+    use_source,
 )
+from eval._stats import summary_ms  # noqa: E402
+from eval.load.latency import conditions, fmt, searches_with_cpu, table_stats  # noqa: E402
 
 USER = "bench-fragments"
 
 
-def small_adds(n: int, tag: str, per_session: int = 20, max_chars: int = 200) -> list[dict[str, object]]:
+def small_adds(n: int, tag: str, per_session: int = 20, max_chars: int = 200) -> list[dict[str, Any]]:
     """`n` Add bodies of 1 or 2 short messages (real transcript text, cut to `max_chars`)."""
     pool = [m for _, msgs in load_sessions() for m in msgs]
     bodies, k = [], 0
@@ -67,7 +68,7 @@ def small_adds(n: int, tag: str, per_session: int = 20, max_chars: int = 200) ->
     return bodies
 
 
-def send_sequential(srv, bodies: list[dict[str, object]], label: str) -> dict[str, object]:
+def send_sequential(srv: Server, bodies: list[dict[str, Any]], label: str) -> dict[str, Any]:
     lat, errors = [], []
     t0 = time.perf_counter()
     with httpx.Client(timeout=300, trust_env=False) as client:
@@ -91,7 +92,7 @@ def send_sequential(srv, bodies: list[dict[str, object]], label: str) -> dict[st
             "errors": errors[:5], "n_errors": len(errors), "server_restarts": srv.restarts}
 
 
-def measure(srv, queries: list[str], searches: int) -> dict[str, object]:
+def measure(srv: Server, queries: list[str], searches: int) -> dict[str, Any]:
     before = table_stats(srv.data_dir)
     res = searches_with_cpu(srv, USER, queries, searches)
     res.pop("raw_ms", None)
@@ -101,7 +102,7 @@ def measure(srv, queries: list[str], searches: int) -> dict[str, object]:
     return res
 
 
-def offline_compact(data_dir: str) -> dict[str, object]:
+def offline_compact(data_dir: str) -> dict[str, Any]:
     """What the compactor does (`Store.optimize`), on the stopped server's data dir."""
     from codemem.embedding import MINILM_DIM, MINILM_NAME
     from codemem.store.lance import Store
@@ -114,7 +115,7 @@ def offline_compact(data_dir: str) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval.fragments", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m eval.load.fragments", description=__doc__.split("\n\n")[0])
     p.add_argument("--adds", type=int, default=2000)
     p.add_argument("--searches", type=int, default=100)
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--merge", action="store_true", help="keep the other phases' results already in --out")
     p.add_argument("--out", default=str(RESULTS / "fragments.json"))
     args = p.parse_args(argv)
-    prov = provenance("eval.fragments", argv)
+    prov = provenance("eval.load.fragments", argv)
     use_source(args.source)
     sigterms = shield_from_stray_sigterm()
     phases = {x.strip().upper() for x in args.phases.split(",")}
@@ -134,14 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     queries = load_queries()
     tag = f"frag{int(time.time())}"
     extra = dict(kv.split("=", 1) for kv in args.env)
-    result: dict[str, object] = json.loads(out.read_text()) if args.merge and out.exists() else {}
+    result: dict[str, Any] = json.loads(out.read_text()) if args.merge and out.exists() else {}
     result["conditions_" + "_".join(sorted(phases))] = conditions(extra, args.source)
     result["params"] = vars(args)
 
     def save() -> None:
         result["provenance_" + "_".join(sorted(phases))] = finish(prov)
         result["ignored_sigterms"] = len(sigterms)
-        out.write_text(json.dumps(result, indent=2))
+        write_result(out, result, prov)
 
     off = extra | {"CODEMEM_COMPACT_INTERVAL_S": "0"}
     if "AB" in phases:
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if not all(k in result for k in ("A_uncompacted", "B_compacted", "C_default")):
         print(f"partial results written to {out}; run the other phases with --merge")
         return 0
-    a, b, c = (result[k]["latency_ms"] for k in ("A_uncompacted", "B_compacted", "C_default"))  # type: ignore[index]
+    a, b, c = (result[k]["latency_ms"] for k in ("A_uncompacted", "B_compacted", "C_default"))
     result["ratio_C_over_B"] = {"p50": c["p50"] / b["p50"], "p95": c["p95"] / b["p95"]}
     result["ratio_A_over_B"] = {"p50": a["p50"] / b["p50"], "p95": a["p95"] / b["p95"]}
     save()
@@ -192,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     for label, key in (("A uncompacted (compactor off)", "A_uncompacted"), ("B freshly compacted", "B_compacted"),
                        ("C default settings, after last Add", "C_default")):
         r = result[key]
-        s, st = r["latency_ms"], r["stats_before"]  # type: ignore[index]
-        cpu = r["server_cpu_ms_per_search"]  # type: ignore[index]
+        s, st = r["latency_ms"], r["stats_before"]
+        cpu = r["server_cpu_ms_per_search"]
         lines.append(f"{label:<34} | {st['fragments']:>5} | {st['unindexed_rows']:>5} | {st['rows']:>5} | "
                      f"{fmt(s['p50']):>6} | {fmt(s['p95']):>6} | {fmt(s['p99']):>6} | {fmt(cpu):>7}")
     rc, ra = result["ratio_C_over_B"], result["ratio_A_over_B"]
@@ -210,14 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table)
     conds = [v for k, v in result.items() if k.startswith("conditions_")]
-    loads = ", ".join(f"{r}: {result[r]['loadavg'][0]:.1f}" for r in ("A_uncompacted", "B_compacted", "C_default"))  # type: ignore[index]
+    loads = ", ".join(f"{r}: {result[r]['loadavg'][0]:.1f}" for r in ("A_uncompacted", "B_compacted", "C_default"))
     out.with_suffix(".md").write_text(
-        f"# codemem fragments / compaction check ({', '.join(c['date_utc'] for c in conds)}, "  # type: ignore[index]
-        f"{conds[-1]['cpu_count']} cores; 1-min load at the end of each measurement: {loads})\n\n"  # type: ignore[index]
+        f"# codemem fragments / compaction check ({', '.join(c['date_utc'] for c in conds)}, "
+        f"{conds[-1]['cpu_count']} cores; 1-min load at the end of each measurement: {loads})\n\n"
         f"{provenance_header(finish(prov))}\n\n"
         f"`{prov['command']}`"
         f" (phases run: {', '.join(sorted(k[11:] for k in result if k.startswith('conditions_')))}; "
-        f"server restarts: A {result['A_adds']['server_restarts']}, C {result['C_adds']['server_restarts']}; "  # type: ignore[index]
+        f"server restarts: A {result['A_adds']['server_restarts']}, C {result['C_adds']['server_restarts']}; "
         f"stray SIGTERMs ignored: {result.get('ignored_sigterms', 0)})\n\n```\n{table}\n```\n")
     print(f"\nwrote {out}")
     return 0

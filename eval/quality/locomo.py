@@ -1,8 +1,8 @@
 """Conversational memory (the Textual track's kind of data): LoCoMo conversations through
 the public Add and Search, scored by where each question's evidence turns appear.
 
-    python -m eval.locomo                                 # the 3 dev conversations
-    python -m eval.locomo --conversations conv-30 --questions 20 --out eval/results/tmp/locomo
+    python -m eval.quality.locomo                                 # the 3 dev conversations
+    python -m eval.quality.locomo --conversations conv-30 --questions 20 --out eval/results/tmp/locomo
 
 Data: `../shared/data/locomo-dev` (3 of the 10 LoCoMo conversations, Maharana et al.,
 ACL 2024; its README says how the track sends them). Each conversation is Added the way the
@@ -14,7 +14,7 @@ question of categories 1-4 is then Searched (top_k 100); category 5 (adversarial
 answer is not in the conversation) is left out.
 
 Score per question: the answer's items are read in order as one text (tokens = characters
-/ 4, the replay's counter, `eval._replay_metrics.count_tokens`); an evidence turn counts as
+/ 4, the replay's counter, `eval.replay.metrics.count_tokens`); an evidence turn counts as
 found at the token where its text (any whitespace run matching any other) first ends; recall within the first
 2,000 and 8,000 tokens and within the first 10 items, averaged over questions, and the
 share of questions with every evidence turn in the first 2,000 tokens. Evidence ids the
@@ -41,11 +41,11 @@ from pathlib import Path
 import httpx
 
 from eval._paths import RESULTS, SHARED_DATA
-from eval._provenance import finish, provenance
-from eval._replay_baselines import Bm25Index, Doc, Tokenizer
-from eval._replay_metrics import CHARS_PER_TOKEN, content_text
+from eval._provenance import provenance, write_result
 from eval._server import Server, post_retrying, running_server
 from eval._stats import summary_ms
+from eval.replay.baselines import Bm25Index, Doc, Tokenizer
+from eval.replay.metrics import CHARS_PER_TOKEN, content_text
 
 LOCOMO = SHARED_DATA / "locomo-dev"
 TOP_K = 100
@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="server setting")
     p.add_argument("--out", type=Path, default=RESULTS / "tmp" / "locomo")
     args = p.parse_args(argv)
-    prov = provenance("eval.locomo", argv)
+    prov = provenance("eval.quality.locomo", argv)
     names = args.conversations.split(",") if args.conversations else sorted(f.stem for f in args.data.glob("*.json"))
     convs = []
     for name in names:
@@ -317,7 +317,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary += [{"system": system, "scope": c.name, **summarize([s for s in mine if s.conversation == c.name])}
                     for c in convs]
     result = {
-        "provenance": finish(prov),
         "run": {"data": str(args.data), "conversations": names, "top_k": TOP_K, "windows_tokens": WINDOWS,
                 "chunk": {"messages": CHUNK_MESSAGES, "words": CHUNK_WORDS}, "env": env,
                 "unknown_evidence": {c.name: list(c.unknown_evidence) for c in convs},
@@ -328,11 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "questions": [asdict(s) for s in scores],
         "answers": answers,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    md = report(result)
-    args.out.with_suffix(".md").write_text(md)
-    print(md)
+    out = write_result(args.out.with_suffix(".json"), result, prov, markdown=report, indent=1)
+    print(out.with_suffix(".md").read_text())
     errors = [e for i in ingests.values() for e in i["errors"]]  # type: ignore[index]
     for e in errors:
         print("error:", e)

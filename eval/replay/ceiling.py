@@ -1,7 +1,7 @@
 """How far can fusing the relevance signals we have go? An upper bound for the replay's
 noisy-all condition (62 labelled tasks, all 300 trajectories in memory).
 
-    python -m eval.ceiling                      # after `python -m eval.replay` (reads its JSON)
+    python -m eval.replay.ceiling                      # after `python -m eval.replay` (reads its JSON)
 
 Each signal ranks the 300 trajectories for each task's problem_statement, independently of
 codemem's code (eval's own BM25 and MiniLM, as in the replay's baselines):
@@ -28,15 +28,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
-from eval._replay_baselines import DenseChunks, Tokenizer, message_index, trajectory_index
-from eval._replay_data import DEFAULT_DATA, Task, Trajectory, iter_trajectories, load_tasks
-from eval.replay import DEFAULT_CACHE
+from eval._provenance import provenance, write_result
+from eval.replay.baselines import DenseChunks, Tokenizer, message_index, trajectory_index
+from eval.replay.data import DEFAULT_DATA, Task, Trajectory, iter_trajectories, load_tasks
+from eval.replay.run import DEFAULT_CACHE
 
 Ranking = list[str]  # trajectory ids, best first
 WEIGHTS = (0.0, 0.5, 1.0, 2.0)
@@ -134,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE / "dense-default-minilm-256.npz")
     p.add_argument("--out", type=Path, default=RESULTS / "ceiling")
     args = p.parse_args(argv)
-    prov = provenance("eval.ceiling", argv)
+    prov = provenance("eval.replay.ceiling", argv)
 
     tasks = load_tasks(args.data)
     trajs = list(iter_trajectories(args.data, "default"))
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     held_out: list[Ranking] = []
     held_tasks: list[Task] = []
-    splits: list[dict[str, object]] = []
+    splits: list[dict[str, Any]] = []
     repos = sorted({t.repo for t in tasks})
     for test_repo in repos:
         train = [i for i, t in enumerate(tasks) if t.repo != test_repo]
@@ -167,7 +168,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             audit.append({"task": task.instance_id, "first": top, "gold": sorted(task.gold)})
 
     result = {
-        "provenance": finish(prov),
         "run": {"tasks": len(tasks), "trajectories": len(trajs), "replay": str(args.replay),
                 "replay_provenance": replay.get("provenance") or replay.get("run", {}).get("git_head")},
         "signals": {n: asdict(f) for n, f in single.items()},
@@ -175,16 +175,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fusion_held_out_by_repo": {**asdict(out_of_sample), "splits": splits},
         "same_issue_misses": audit,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    md = report(result, single, in_sample, out_of_sample, audit, len(tasks))
-    args.out.with_suffix(".md").write_text(md)
-    print(md)
+    out = write_result(args.out.with_suffix(".json"), result, prov, indent=1,
+                       markdown=lambda r: report(r, single, in_sample, out_of_sample, audit, len(tasks)))
+    print(out.with_suffix(".md").read_text())
     return 0
 
 
-def report(result: dict[str, object], single: dict[str, Figures], in_sample: Figures, held: Figures,
-           audit: list[dict[str, object]], n: int) -> str:
+def report(result: dict[str, Any], single: dict[str, Figures], in_sample: Figures, held: Figures,
+           audit: list[dict[str, Any]], n: int) -> str:
     fusion = result["fusion_in_sample"]
     lines = [
         "# Fusion ceiling (noisy-all, links_dev.json)", "",

@@ -1,10 +1,10 @@
 """Replay MemoryArena tasks through codemem's MemoryArena endpoints and score the prompts.
 
-    python -m eval.memoryarena --data tests/fixtures/memoryarena          # the synthetic sample
-    python -m eval.memoryarena --data formal_reasoning_math.jsonl --data progressive_search.jsonl
-    python -m eval.memoryarena --data rows.jsonl --domain bundled_shopping --limit 20
-    python -m eval.memoryarena --data D --env CODEMEM_MEMORYARENA_TOKEN_BUDGET=300   # a tight budget
-    python -m eval.memoryarena --data D --url http://127.0.0.1:8000 [--api-key K]   # a running server
+    python -m eval.quality.memoryarena --data tests/fixtures/memoryarena          # the synthetic sample
+    python -m eval.quality.memoryarena --data formal_reasoning_math.jsonl --data progressive_search.jsonl
+    python -m eval.quality.memoryarena --data rows.jsonl --domain bundled_shopping --limit 20
+    python -m eval.quality.memoryarena --data D --env CODEMEM_MEMORYARENA_TOKEN_BUDGET=300   # a tight budget
+    python -m eval.quality.memoryarena --data D --url http://127.0.0.1:8000 [--api-key K]   # a running server
 
 MemoryArena (arXiv 2602.16313; data: Hugging Face `ZexueHe/memoryarena`) gives each task as
 a row of subtasks that build on each other: `questions[]` and `answers[]`, plus
@@ -43,7 +43,7 @@ from typing import Protocol
 import httpx
 
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 from eval._server import running_server
 from eval._stats import percentile, summary_ms
 
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="server setting (started server)")
     p.add_argument("--out", type=Path, default=RESULTS / "memoryarena.json")
     args = p.parse_args(argv)
-    prov = provenance("eval.memoryarena", argv)
+    prov = provenance("eval.quality.memoryarena", argv)
     tasks = load_tasks(args.data, args.domain, args.limit)
     env = dict(item.split("=", 1) for item in args.env)
     print(f"{len(tasks)} tasks, {sum(len(t.questions) for t in tasks)} subtasks", flush=True)
@@ -305,7 +305,6 @@ def main(argv: list[str] | None = None) -> int:
             replay = replay_all(client, tasks)
     summary = summarise(replay)
     result = {
-        "provenance": finish(prov),
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
         "data": [str(d) for d in args.data],
@@ -314,8 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         "errors": replay.errors,
         "domains": summary,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(table(summary))
     for e in replay.errors:
         print("error:", e)

@@ -1,7 +1,7 @@
 """Choose the search's tuned numbers by cross-validation across repositories, and report
 the held-out figures next to the in-sample ones.
 
-    python -m eval.relevance_cv --data-dir DIR     # DIR: a `python -m eval.replay --keep DIR`
+    python -m eval.replay.relevance_cv --data-dir DIR     # DIR: a `python -m eval.replay --keep DIR`
                                                    # ingest with the noisy-all and absent memories
 
 Tuned here, each on one repository's tasks and scored on the other's (django -> sympy and
@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -47,10 +47,10 @@ from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.relevance import SessionSignals, features, fuse, relevance, runner_up
 from codemem.store.schema import key_of
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
-from eval._replay_data import DEFAULT_DATA, Task, load_tasks
-from eval._replay_metrics import Item, QueryScore, count_tokens, score_query, summarize
+from eval._provenance import provenance, write_result
+from eval.replay.data import DEFAULT_DATA, Task, load_tasks
+from eval.replay.metrics import Item, QueryScore, count_tokens, score_query, summarize
 
 TOP_K = 100
 CALIBRATION_DEPTH = 10
@@ -232,7 +232,7 @@ def answer_score(memory: Memory, case: Case, config: SearchConfig) -> QueryScore
     return score_query("codemem", case.condition, case.task.instance_id, items, gold, 0.0)
 
 
-def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -> tuple[SearchConfig, dict[str, object]]:
+def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -> tuple[SearchConfig, dict[str, Any]]:
     noisy = [c for c in cases if c.condition == "noisy-all"]
     config, (mrr, hit1) = fit_fusion(noisy, gold_keys)
     config = config.replace(relevance_floor=fit_floor(noisy, config, gold_keys, memory.shape.groups_to_read(TOP_K)))
@@ -245,8 +245,8 @@ def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -
                     "threshold_curve": curve}
 
 
-def score_end_to_end(memory: Memory, tasks: Sequence[Task], config: SearchConfig) -> dict[str, dict[str, object]]:
-    out: dict[str, dict[str, object]] = {}
+def score_end_to_end(memory: Memory, tasks: Sequence[Task], config: SearchConfig) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for condition, user in USERS.items():
         scores, quiet = [], 0
         for task in tasks:
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, required=True, help="a replay --keep dir (noisy-all and absent)")
     p.add_argument("--out", type=Path, default=RESULTS / "relevance_cv")
     args = p.parse_args(argv)
-    prov = provenance("eval.relevance_cv", argv)
+    prov = provenance("eval.replay.relevance_cv", argv)
     tasks = load_tasks(args.data)
     gold_keys = {t.instance_id: {key_of("all", g) for g in t.gold} for t in tasks}
     settings = Settings(data_dir=str(args.data_dir), compact_interval_s=0)
@@ -292,7 +292,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         baseline = score_end_to_end(memory, tasks, DEFAULT_SEARCH)
     held_out = pool_folds(folds, tasks)
     result = {
-        "provenance": finish(prov),
         "run": {"tasks": len(tasks), "data_dir": str(args.data_dir), "grid": GRID, "floors": FLOORS,
                 "floor_margin": FLOOR_MARGIN, "penalties": PENALTIES, "smooth_steps": SMOOTH_STEPS},
         "default_search": baseline,
@@ -300,21 +299,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "folds": [{k: v for k, v in f.items() if k != "config"} for f in folds],
         "in_sample": {**in_info, "scores": in_sample},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str) + "\n")
-    md = report(result)
-    args.out.with_suffix(".md").write_text(md)
-    print(md)
+    out = write_result(args.out.with_suffix(".json"), result, prov, markdown=report, indent=1)
+    print(out.with_suffix(".md").read_text())
     return 0
 
 
-def pool_folds(folds: list[dict[str, object]], tasks: Sequence[Task]) -> dict[str, dict[str, object]]:
+def pool_folds(folds: list[dict[str, Any]], tasks: Sequence[Task]) -> dict[str, dict[str, Any]]:
     """Held-out figures over all tasks: each fold's per-condition figures weighted by its tasks."""
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for condition in USERS:
-        rows = [(f["scores"][condition], sum(t.repo == f["test_repo"] for t in tasks)) for f in folds]  # type: ignore[index]
+        rows = [(f["scores"][condition], sum(t.repo == f["test_repo"] for t in tasks)) for f in folds]
         n = sum(w for _, w in rows)
-        pooled: dict[str, object] = {}
+        pooled: dict[str, Any] = {}
         for key in ("hit1", "hit5", "mrr", "gold_share_8k", "tokens_total_mean", "found"):
             vals = [(r[key], w) for r, w in rows if r.get(key) is not None]
             if key == "found":
@@ -327,8 +323,8 @@ def pool_folds(folds: list[dict[str, object]], tasks: Sequence[Task]) -> dict[st
     return out
 
 
-def report(result: dict[str, object]) -> str:
-    def row(name: str, s: dict[str, dict[str, object]]) -> str:
+def report(result: dict[str, Any]) -> str:
+    def row(name: str, s: dict[str, dict[str, Any]]) -> str:
         a, b = s["noisy-all"], s["absent"]
         ratio = b["tokens_total_mean"] / a["tokens_total_mean"] if a["tokens_total_mean"] else float("nan")
         return (f"| {name} | {a['hit1']:.3f} | {a['hit5']:.3f} | {a['mrr']:.3f} | {a['found']} | "
@@ -336,21 +332,21 @@ def report(result: dict[str, object]) -> str:
     prov = result["provenance"]
     lines = [
         "# Search knobs chosen by cross-validation across repositories", "",
-        f"{provenance_header(prov)}; {result['run']['tasks']} labelled tasks, noisy-all and absent memories "  # type: ignore[index]
-        f"of `{result['run']['data_dir']}`.", "",  # type: ignore[index]
-        f"`{prov['command']}`", "",  # type: ignore[index]
+        f"{provenance_header(prov)}; {result['run']['tasks']} labelled tasks, noisy-all and absent memories "
+        f"of `{result['run']['data_dir']}`.", "",
+        f"`{prov['command']}`", "",
         "| search | hit@1 | hit@5 | MRR | found | gold share 8k | noisy-all tokens | absent tokens | absent/noisy |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        row("DEFAULT_SEARCH as shipped", result["default_search"]),  # type: ignore[arg-type]
-        row("held out: fit on the other repository", result["held_out_by_repo"]),  # type: ignore[arg-type]
-        row("in sample: fit on all tasks", result["in_sample"]["scores"]),  # type: ignore[index]
+        row("DEFAULT_SEARCH as shipped", result["default_search"]),
+        row("held out: fit on the other repository", result["held_out_by_repo"]),
+        row("in sample: fit on all tasks", result["in_sample"]["scores"]),
         "", "Trajectory level; tokens = characters / 4, mean per query; held-out rows pool each repository's "
         "figures from the fold that did not see it. Latency is in-process (no HTTP).", "",
         "Chosen per fold:", "",
     ]
-    for f in result["folds"]:  # type: ignore[attr-defined]
+    for f in result["folds"]:
         lines.append(f"- test {f['test_repo']}: {f['chosen']} (train MRR {f['train_rank']['mrr']}, hit@1 {f['train_rank']['hit1']})")
-    lines.append(f"- all tasks (shipped): {result['in_sample']['chosen']}")  # type: ignore[index]
+    lines.append(f"- all tasks (shipped): {result['in_sample']['chosen']}")
     return "\n".join(lines) + "\n"
 
 

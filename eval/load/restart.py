@@ -1,7 +1,7 @@
 """Search right after a restart on a store left un-compacted, against a compacted one.
 
-    python -m eval.restart                      # all 300 trajectories, 62 task queries (~8 min on 2 cores)
-    python -m eval.restart --trajectories 12 --tail 4 --queries 4 --out /tmp/restart   # a smoke run
+    python -m eval.load.restart                      # all 300 trajectories, 62 task queries (~8 min on 2 cores)
+    python -m eval.load.restart --trajectories 12 --tail 4 --queries 4 --out /tmp/restart   # a smoke run
 
 A bulk import stopped right after its last write leaves loose fragments and rows outside the
 full-text index, and a server that starts on that store sees no new commit to count. This
@@ -23,7 +23,6 @@ Target: `after` p50 within 1.3x of `compacted` p50. Writes `<out>.json` and `<ou
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -33,8 +32,11 @@ from pathlib import Path
 
 import httpx
 
-from eval._provenance import finish, header, provenance
-from eval._replay_data import (
+from eval._paths import RESULTS
+from eval._provenance import header, provenance, write_result
+from eval._server import Server, post_retrying, running_server
+from eval._stats import summary_ms
+from eval.replay.data import (
     DEFAULT_DATA,
     Condition,
     Trajectory,
@@ -42,9 +44,7 @@ from eval._replay_data import (
     load_tasks,
     trajectory_repos,
 )
-from eval._server import Server, post_retrying, running_server
-from eval._stats import summary_ms
-from eval.replay import Plan, ingest, wait_settled
+from eval.replay.run import Plan, ingest, wait_settled
 
 USER = "all"
 TOP_K = 100
@@ -157,24 +157,23 @@ def markdown(result: dict[str, object]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    p = argparse.ArgumentParser(prog="python -m eval.restart", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m eval.load.restart", description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the swe-contextbench-lite folder")
     p.add_argument("--trajectories", type=int, default=None, help="only the first N trajectories (default all)")
     p.add_argument("--tail", type=int, default=20, help="trajectories Added with the compactor off at the end")
     p.add_argument("--queries", type=int, default=None, help="only the first N task queries (default all)")
     p.add_argument("--chunk", type=int, default=34, help="messages per Add")
     p.add_argument("--compact-timeout", type=float, default=300.0, help="longest wait for the start-up compaction")
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "restart")
+    p.add_argument("--out", type=Path, default=RESULTS / "restart")
     args = p.parse_args(argv)
     queries = queries_of(args.data, args.queries)
-    prov = provenance("eval.restart", argv)
+    prov = provenance("eval.load.restart", argv)
     with tempfile.TemporaryDirectory(prefix="cmbench-restart-store-") as store:
         built = build_store(store, args.data, args.trajectories, args.tail, args.chunk)
         log(f"store: {built}")
         measured = measure(store, queries, args.compact_timeout)
-    result = {"provenance": finish(prov), "store": built, "measured": measured}
-    Path(f"{args.out}.json").write_text(json.dumps(result, indent=1))
-    Path(f"{args.out}.md").write_text(markdown(result))
+    result: dict[str, object] = {"store": built, "measured": measured}
+    write_result(f"{args.out}.json", result, prov, markdown=markdown, indent=1)
     print(markdown(result))
     return 0
 

@@ -11,7 +11,7 @@ its ``git diff`` calls and outputs removed, so its edited files come from the ed
 scratch rules alone; misses where the patch only adds top-level scratch files the agent
 committed (``git add -A`` of its reproduction scripts) are counted apart.
 
-Usage: python eval/experience_stats.py [path/to/trajectories.tar.xz]
+Usage: python -m eval.quality.experience_stats [path/to/trajectories.tar.xz]
 """
 
 from __future__ import annotations
@@ -26,15 +26,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from codemem.contract.types import Message  # noqa: E402
 from codemem.experience import build_experience  # noqa: E402
 from codemem.experience.building.checkout_paths import is_scratch_name  # noqa: E402
 from codemem.importers.claude_code import render_claude_code_events  # noqa: E402
 from eval._paths import RESULTS, SWE_LITE_TAR  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 from eval._stats import percentile  # noqa: E402
 
 DEFAULT_TAR = SWE_LITE_TAR
@@ -209,10 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("tar", nargs="?", type=Path, default=DEFAULT_TAR, help="the trajectories tarball")
     ap.add_argument("--out", type=Path, default=RESULTS / "experience_stats.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval/experience_stats.py", argv)
+    prov = provenance("eval.quality.experience_stats", argv)
     result = stats(args.tar)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"provenance": finish(prov), **result}, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(f"wrote {args.out}")
     return 0
 

@@ -1,6 +1,6 @@
 """Ingest throughput through the HTTP Add path: all 300 shared trajectories, then searches.
 
-    python -m eval.ingest_bench [--data DIR (default eval/_paths.py SWE_LITE)] [--chunk 34]
+    python -m eval.load.ingest [--data DIR (default eval/_paths.py SWE_LITE)] [--chunk 34]
                                 [--concurrency 8] [--limit N] [--out eval/results/ingest.json]
 
 Each trajectory is rendered with codemem's Claude Code renderer and sent as Adds of
@@ -23,26 +23,13 @@ from pathlib import Path
 
 import httpx
 
+from eval._data import load_queries, load_sessions
 from eval._paths import RESULTS, SWE_LITE
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 from eval._server import running_server
 from eval._stats import summary_ms
 
 DEFAULT_DATA = SWE_LITE
-
-
-def load_sessions(data: Path, limit: int | None) -> list[tuple[str, list[dict]]]:
-    from codemem.importers.claude_code import iter_transcripts_from_tar
-
-    out = []
-    for name, t in iter_transcripts_from_tar(data / "trajectories.tar.xz"):
-        msgs = [{"role": m.role, "content": m.text, **({"timestamp": m.timestamp} if m.timestamp is not None else {})}
-                for m in t.messages if m.text.strip()]
-        if msgs:
-            out.append((Path(name).stem, msgs))
-        if limit and len(out) >= limit:
-            break
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -53,11 +40,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=None, help="only the first N trajectories")
     ap.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval.ingest_bench", argv)
+    prov = provenance("eval.load.ingest", argv)
 
-    sessions = load_sessions(args.data, args.limit)
+    sessions = load_sessions(args.data / "trajectories.tar.xz", args.limit)
     n_messages = sum(len(m) for _, m in sessions)
-    queries = [json.loads(line)["problem_statement"] for line in (args.data / "related_tasks.jsonl").open()]
+    queries = load_queries(args.data / "related_tasks.jsonl")
     print(f"{len(sessions)} trajectories, {n_messages} messages, chunk {args.chunk}, concurrency {args.concurrency}")
 
     add_ms: list[float] = []
@@ -106,11 +93,8 @@ def main(argv: list[str] | None = None) -> None:
             "search_chars_returned": {"p50": int(statistics.median(sizes)), "max": max(sizes)},
         }
         result["cards"] = card_stats(data_dir)
-    result["provenance"] = finish(prov)
-
+    write_result(args.out, result, prov)
     print(json.dumps(result, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
 
 
 def card_stats(data_dir: str) -> dict[str, int]:

@@ -1,9 +1,9 @@
 """Add and Search latency of the real service at growing memory sizes.
 
-    python -m eval.latency                          # 1,000 then 20,000 items (~10 min on 2 cores)
-    python -m eval.latency --items 1000,5000,20000 --chunk 20 --searches 200 --concurrency 4 \
+    python -m eval.load.latency                          # 1,000 then 20,000 items (~10 min on 2 cores)
+    python -m eval.load.latency --items 1000,5000,20000 --chunk 20 --searches 200 --concurrency 4 \
         --out eval/results/latency.json
-    python -m eval.latency --items 1000,5000 --env CODEMEM_EMBED_MESSAGES=true   # messages embedded too: slow
+    python -m eval.load.latency --items 1000,5000 --env CODEMEM_EMBED_MESSAGES=true   # messages embedded too: slow
 
 With default settings raw messages are BM25-only (`embed_messages` off) and only each
 session's card and steps are embedded, so ingest runs at ~50-100 messages/s on 2 cores and
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import json
 import os
 import platform
@@ -42,10 +41,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from queue import Empty, Queue
+from typing import Any, cast
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation warnings, in this process
 
@@ -53,9 +52,10 @@ import httpx  # noqa: E402
 
 from codemem.store.lance import COMPACT_TARGET_ROWS  # noqa: E402
 from codemem.store.maintenance import Bounds  # noqa: E402
-from eval._paths import RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._data import RELATED, chunks, load_queries, load_sessions  # noqa: E402
+from eval._paths import REPO_ROOT, RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 from eval._server import (  # noqa: E402
     Server,
     post_retrying,
@@ -68,40 +68,6 @@ from eval._stats import percentile, summary_ms  # noqa: E402
 
 DATA = SWE_LITE
 TAR = SWE_LITE_TAR
-RELATED = DATA / "related_tasks.jsonl"
-
-
-# -- data -------------------------------------------------------------------------------------
-
-def load_sessions(tar_path: Path = TAR, limit: int | None = None) -> list[tuple[str, list[dict[str, object]]]]:
-    """[(session name, [{"role","content","timestamp"}])] from the real transcripts (the
-    first `limit` of them, when given)."""
-    from codemem.importers.claude_code import iter_transcripts_from_tar
-
-    sessions: list[tuple[str, list[dict[str, object]]]] = []
-    for name, tr in iter_transcripts_from_tar(tar_path):
-        msgs = [{"role": m.role, "content": m.text, "timestamp": m.timestamp} for m in tr.messages if m.text.strip()]
-        if msgs:
-            sessions.append((Path(name).stem, msgs))
-        if limit and len(sessions) >= limit:
-            break
-    return sessions
-
-
-def load_queries(path: Path = RELATED) -> list[str]:
-    with open(path) as f:
-        return [json.loads(line)["problem_statement"] for line in f if line.strip()]
-
-
-def chunks(sessions: list[tuple[str, list[dict[str, object]]]], size: int, tag: str) -> Iterator[tuple[str, str, list[dict]]]:
-    """Endless (request_id, session_id, messages) of exactly `size` messages each: every
-    session cut into full chunks (a session's short tail is left out); cycles through the
-    sessions again (new session/request ids) when more are needed."""
-    for cycle in itertools.count():
-        for name, msgs in sessions:
-            sid = f"{name}-c{cycle}"
-            for start in range(0, len(msgs) - size + 1, size):
-                yield f"{tag}-{sid}-{start}", sid, msgs[start:start + size]
 
 
 # -- measuring --------------------------------------------------------------------------------
@@ -134,7 +100,7 @@ def add_all(srv: Server, user_id: str, work: list[tuple[str, str, list[dict]]], 
                         send(client, rid, sid, msgs)
 
     def send(client: httpx.Client, rid: str, sid: str, msgs: list[dict]) -> None:
-        body = {"request_id": rid, "user_id": user_id, "session_id": sid, "messages": msgs}
+        body: dict[str, object] = {"request_id": rid, "user_id": user_id, "session_id": sid, "messages": msgs}
         dt = 0.0
         try:
             r, dt = post_retrying(client, srv, "/add", body)
@@ -160,7 +126,7 @@ def add_all(srv: Server, user_id: str, work: list[tuple[str, str, list[dict]]], 
 
 
 def run_searches(srv: Server, user_id: str, queries: list[str], n: int, top_k: int = 100, warmup: int = 3,
-                 timeout_s: float = 120.0) -> dict[str, object]:
+                 timeout_s: float = 120.0) -> dict[str, Any]:
     """`n` sequential Searches (cycling through `queries`), after `warmup` untimed ones."""
     lat: list[float] = []
     warm: list[float] = []
@@ -185,7 +151,7 @@ def run_searches(srv: Server, user_id: str, queries: list[str], n: int, top_k: i
             "response_bytes_p50": percentile(sizes, 50), "hits_p50": percentile(hits, 50), "raw_ms": [x * 1000 for x in lat]}
 
 
-def searches_with_cpu(srv: Server, user_id: str, queries: list[str], n: int) -> dict[str, object]:
+def searches_with_cpu(srv: Server, user_id: str, queries: list[str], n: int) -> dict[str, Any]:
     """`run_searches`, plus the server's CPU ms per Search (None if it was restarted meanwhile)."""
     pid, cpu0 = srv.pid, proc_cpu_s(srv.pid)
     res = run_searches(srv, user_id, queries, n)
@@ -195,7 +161,7 @@ def searches_with_cpu(srv: Server, user_id: str, queries: list[str], n: int) -> 
     return res
 
 
-def health_rtt(srv: Server, n: int = 50) -> dict[str, object]:
+def health_rtt(srv: Server, n: int = 50) -> dict[str, Any]:
     lat = []
     with httpx.Client(timeout=10, trust_env=False) as client:
         for _ in range(n):
@@ -211,7 +177,7 @@ def table_stats(data_dir: str) -> dict[str, int]:
     import lancedb
 
     t = lancedb.connect(data_dir).open_table("items")
-    s = t.stats()
+    s = cast("dict[str, Any]", t.stats())  # a dict at run time, whatever lancedb's annotation says
     frag = s.get("fragment_stats", {})
     sizes = [f.metadata.physical_rows for f in t.to_lance().get_fragments()]
     unindexed = 0
@@ -233,7 +199,7 @@ def settled(stats: dict[str, int]) -> bool:
     return stats["unindexed_rows"] == 0 and stats["fragments_to_compact"] <= Bounds().small_fragments
 
 
-def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, object]:
+def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, Any]:
     """Wait until the server's compactor has folded in everything the Adds left, as it
     judges it: nothing unindexed, no more fragments it would merge (under
     `COMPACT_TARGET_ROWS` rows) than its `Bounds` allow (it leaves larger ones alone, so a
@@ -272,14 +238,14 @@ class QueryEmbedTimer:
         # The server's settings: its defaults plus the CODEMEM_* values it was given.
         self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})
         try:
-            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads,  # type: ignore[call-arg]
+            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads,
                                            onnx_queries=self.settings.onnx_queries)
         except (TypeError, AttributeError):  # an older embedder, without these settings
             self.embedder = MiniLMEmbedder()
         getattr(self.embedder, "warm", self.embedder.load)()  # as the server does
         self.embedder.embed(["warm up"], self.settings.query_max_tokens)
 
-    def time(self, queries: list[str], n: int, max_tokens: int | None = None) -> dict[str, object]:
+    def time(self, queries: list[str], n: int, max_tokens: int | None = None) -> dict[str, Any]:
         max_tokens = max_tokens or self.settings.query_max_tokens
         lat = []
         for i in range(n):
@@ -289,8 +255,8 @@ class QueryEmbedTimer:
         return summary_ms(lat)
 
 
-def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedder, top_k: int = 100,
-                        server_env: dict[str, str] | None = None) -> dict[str, object]:
+def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedder: Any, top_k: int = 100,
+                        server_env: dict[str, str] | None = None) -> dict[str, Any]:
     """With the server stopped: one Search per query through the core (`codemem.memory.Memory`)
     on the same data directory, in this process, with the store's and the embedder's methods
     wrapped in timers (whatever Search calls); "other" = the rest (fusion, hit building)."""
@@ -307,7 +273,7 @@ def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedde
     def wrap(obj: object, name: str, label: str) -> None:
         fn = getattr(obj, name)
 
-        def timed(*a, **kw):  # type: ignore[no-untyped-def]
+        def timed(*a, **kw):
             depth[0] += 1
             t0 = time.perf_counter()
             try:
@@ -337,14 +303,14 @@ def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedde
                 calls.setdefault(k, []).append(current.get(k, 0.0))
     finally:
         mem.close()
-    out: dict[str, object] = {k: summary_ms(v) for k, v in sorted(calls.items())}
+    out: dict[str, Any] = {k: summary_ms(v) for k, v in sorted(calls.items())}
     out["total"] = summary_ms(totals)
     return out | {"stats": table_stats(data_dir)}
 
 
 # -- reporting --------------------------------------------------------------------------------
 
-def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[str, object]:
+def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[str, Any]:
     def ver(mod: str) -> str | None:
         try:
             from importlib.metadata import version
@@ -352,7 +318,7 @@ def conditions(settings_env: dict[str, str], source: str | None = None) -> dict[
         except Exception:  # noqa: BLE001
             return None
 
-    root = Path(source).resolve() if source else Path(__file__).resolve().parent.parent
+    root = Path(source).resolve() if source else REPO_ROOT
     digest = hashlib.sha256()
     for f in sorted(list(root.glob("codemem/**/*.py")) + list(root.glob("api/**/*.py")) + list(root.glob("parsers/**/*.py"))):
         digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
@@ -439,7 +405,7 @@ def print_table(result: dict) -> None:
 # -- main -------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval.latency", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m eval.load.latency", description=__doc__.split("\n\n")[0])
     p.add_argument("--items", default="1000,20000", help="cumulative item counts to measure at")
     p.add_argument("--chunk", type=int, default=20, help="messages per Add")
     p.add_argument("--searches", type=int, default=200)
@@ -454,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sessions", type=int, default=None, help="read only the first N transcripts (smoke runs)")
     p.add_argument("--out", default=str(RESULTS / "latency.json"))
     args = p.parse_args(argv)
-    prov = provenance("eval.latency", argv)
+    prov = provenance("eval.load.latency", argv)
     use_source(args.source)
     sigterms = shield_from_stray_sigterm()
     targets = sorted({int(x) for x in args.items.split(",") if x.strip()})
@@ -472,8 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"loaded {len(sessions)} sessions, {sum(len(m) for _, m in sessions):,} messages, {len(queries)} queries "
           f"in {time.perf_counter() - t_load:.1f} s", flush=True)
     embed_timer = QueryEmbedTimer(env)
-    result: dict[str, object] = {
-        "provenance": finish(prov),
+    result: dict[str, Any] = {
         "conditions": conditions(env, args.source),
         "params": {"items": targets, "chunk": args.chunk, "searches": args.searches, "concurrency": args.concurrency,
                    "top_k": 100, "user_id": user_id},
@@ -513,10 +478,10 @@ def main(argv: list[str] | None = None) -> int:
                     "search": search, "query_embed_ms": emb, "health_rtt_ms": rtt,
                     "loadavg": os.getloadavg(),
                 }
-                result["checkpoints"].append(cp)  # type: ignore[union-attr]
+                result["checkpoints"].append(cp)
                 cp["server_restarts_so_far"] = srv.restarts
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-                Path(args.out).write_text(json.dumps(result | {"partial": True, "ignored_sigterms": len(sigterms)}, indent=2))
+                write_result(args.out, result | {"partial": True, "ignored_sigterms": len(sigterms)}, prov)
                 s = search["latency_ms"]
                 print(f"  Search p50 {fmt(s['p50'])} p95 {fmt(s['p95'])} p99 {fmt(s['p99'])} ms; "
                       f"query embed p50 {fmt(emb['p50'])} ms; health RTT p50 {rtt['p50']:.1f} ms", flush=True)
@@ -545,14 +510,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(data_dir, ignore_errors=True)
     result["total_wall_s"] = time.perf_counter() - t_all
     result["ignored_sigterms"] = len(sigterms)
-    result["provenance"] = finish(prov)
     result["command"] = prov["command"]
-    result["conditions"]["loadavg_at_end"] = os.getloadavg()  # type: ignore[index]
-
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    out.with_suffix(".md").write_text(markdown(result))
+    result["conditions"]["loadavg_at_end"] = os.getloadavg()
+    out = write_result(args.out, result, prov, markdown=markdown)
     print_table(result)
     bd = result.get("breakdown")
     if isinstance(bd, dict) and "error" not in bd:

@@ -9,7 +9,7 @@ change's code was changed since when any of its functions has such a commit, or 
 file or function no longer found at the tip: git cannot track it; counted as changed, and
 the figures without these changes reported apart).
 
-    python -m eval.staleness --repo /work/pastfixes-repos/ripgrep [--sample 80] [--seed 0]
+    python -m eval.quality.staleness --repo /work/pastfixes-repos/ripgrep [--sample 80] [--seed 0]
 
 The walk and the flags are exactly an import's (``iter_changes``, ``commit_to_experience``,
 ``Staleness.mark``), with nothing stored or embedded. Sampled: changes that edited at least one
@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from codemem.git.cards import commit_to_experience
 from codemem.git.facts import is_test_path
@@ -34,7 +35,7 @@ from codemem.git.log import iter_changes
 from codemem.git.records import ATTRIBUTES, JS_FUNCNAME
 from codemem.git.staleness import Staleness
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 
 MAX_KEYS = 4
 _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS / "tmp" / "staleness.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval.staleness", argv)
+    prov = provenance("eval.quality.staleness", argv)
 
     staleness = Staleness()
     changes: list[tuple[str, bool, list[tuple[str, str]]]] = []  # sha, flagged, (path, function)
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             changes.append((rec.sha, bool(exp.card.changed_since), keys[:MAX_KEYS]))
     sample = random.Random(args.seed).sample(changes, min(args.sample, len(changes)))
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.NamedTemporaryFile("w", suffix=".gitattributes") as fh:
         fh.write(ATTRIBUTES)
         fh.flush()
@@ -120,9 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     print(json.dumps(summary, indent=1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"provenance": finish(prov), "repo": args.repo, "seed": args.seed,
-                                    "summary": summary, "rows": rows}, indent=2) + "\n")
+    write_result(args.out, {"repo": args.repo, "seed": args.seed, "summary": summary, "rows": rows}, prov)
     print(f"wrote {args.out}")
     return 0
 

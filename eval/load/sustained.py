@@ -51,14 +51,15 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from eval._data import load_queries, load_sessions
 from eval._paths import RESULTS, SWE_LITE
-from eval._provenance import finish, provenance
+from eval._provenance import provenance, write_result
 from eval._server import Server, ServerError, proc_cpu_s, running_server
 from eval._stats import summary_ms
-from eval.latency import load_queries, load_sessions
 
 CHUNK = 20
 SHED = 503  # the admission bound's answer (with Retry-After)
@@ -156,7 +157,7 @@ def server_times(srv: Server, since: int) -> dict[str, dict[str, object]]:
     return {route: {status: summary_ms(v, 1) for status, v in sorted(by.items())} for route, by in sorted(times.items())}
 
 
-async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, object]:
+async def sustained(srv: Server, args: argparse.Namespace, pool: list[list[dict]], queries: list[str]) -> dict[str, Any]:
     url = srv.url
     adds = Tally()
     acked: list[tuple[str, str, str]] = []  # (user_id, session_id, mark) of every Add answered 200
@@ -397,14 +398,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"crash: {args.crash_clients} Add clients, SIGKILL after {args.crash_after:.0f} s ...", flush=True)
         crash_result = asyncio.run(crash(srv, args.crash_clients, args.crash_after))
     result = {
-        "provenance": finish(prov),
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "preloaded_messages": preloaded, "sustained": load,
         "acknowledged_adds": len(acked), "lost": lost, "storm": storm_result, "crash": crash_result,
         "total_s": round(time.time() - started, 1),
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(json.dumps({k: v for k, v in result.items() if k not in ("args", "provenance")}, indent=2))
     ok = (lost == 0 and storm_result["duplicated"] == 0 and storm_result["missing"] == 0
           and crash_result["acknowledged_lost"] == 0 and crash_result["half_written"] == 0)

@@ -6,14 +6,13 @@ Everything runs in a temporary home (XDG_DATA_HOME, XDG_CACHE_HOME), over a repo
 history imported by `codemem ingest-git` as the README shows; the import also caches the
 ONNX query encoder, as it does for a user. Targets (issue 17): both <= 2 s at p50.
 
-    python -m eval.cli_latency --out eval/results/tmp/cli_latency
-    python -m eval.cli_latency --repo . --max-commits 40 --runs 5
+    python -m eval.load.cli_latency --out eval/results/tmp/cli_latency
+    python -m eval.load.cli_latency --repo . --max-commits 40 --runs 5
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -29,7 +28,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from eval._paths import REPO_ROOT, RESULTS
-from eval._provenance import finish, header, provenance
+from eval._provenance import header, provenance, write_result
 from eval._server import free_port
 
 QUERY = "server returns 500 when the request body is too large"
@@ -158,20 +157,16 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval.cli_latency", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m eval.load.cli_latency", description=__doc__.split("\n")[0])
     p.add_argument("--repo", type=Path, default=REPO_ROOT, help="the git repository to import (default: this one)")
     p.add_argument("--max-commits", type=int, default=40)
     p.add_argument("--runs", type=int, default=5, help="cold searches of each kind (MCP: runs // 2 + 1)")
     p.add_argument("--out", default=str(RESULTS / "cli_latency"), help="output prefix: writes PREFIX.json, .md")
     args = p.parse_args(argv)
-    prov = provenance("eval.cli_latency", argv)
-    result = {"provenance": prov, **run(args.repo.resolve(), args.max_commits, args.runs)}
-    result["provenance"] = finish(prov)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = f"{header(result['provenance'])}\n\n{report(result)}"
-    Path(f"{args.out}.md").write_text(text)
-    print(text)
+    prov = provenance("eval.load.cli_latency", argv)
+    result = run(args.repo.resolve(), args.max_commits, args.runs)
+    write_result(f"{args.out}.json", result, prov, markdown=lambda r: f"{header(r['provenance'])}\n\n{report(r)}")
+    print(f"{header(result['provenance'])}\n\n{report(result)}")
     return 0
 
 

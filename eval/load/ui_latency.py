@@ -1,7 +1,7 @@
 """Response times of the /ui pages over a memory of real experiences.
 
-    python -m eval.ui_latency                         # 300 experiences (all of SWE-ContextBench Lite)
-    python -m eval.ui_latency --sessions 30 --requests 20 --out eval/results/tmp/ui_latency.json
+    python -m eval.load.ui_latency                         # 300 experiences (all of SWE-ContextBench Lite)
+    python -m eval.load.ui_latency --sessions 30 --requests 20 --out eval/results/tmp/ui_latency.json
 
 One `codemem serve` (default settings, no API key) and one user_id. Each of the first
 `--sessions` real Claude Code transcripts is Added as one experience (chunks of `--chunk`
@@ -23,7 +23,6 @@ The target is p95 <= 300 ms for every page at 300 experiences.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -37,11 +36,11 @@ os.environ.setdefault("LANCE_LOG", "error")
 
 import httpx  # noqa: E402
 
+from eval._data import load_queries, load_sessions  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 from eval._server import running_server  # noqa: E402
 from eval._stats import summary_ms  # noqa: E402
-from eval.latency import load_queries, load_sessions  # noqa: E402
 
 USER = "repo:github.com/bench/ui-latency"
 TARGET_P95_MS = 300.0
@@ -111,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS / "ui_latency.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval.ui_latency", argv)
+    prov = provenance("eval.load.ui_latency", argv)
     sessions = load_sessions(limit=args.sessions)
     queries = load_queries()
     rng = random.Random(args.seed)
@@ -122,14 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     pages = {page: summary_ms(values, 1) for page, values in times.items()}
     worst = max(float(p["p95"] or 0.0) for p in pages.values())
     result = {
-        "provenance": finish(prov),
         "experiences": len(sessions), "messages": sum(len(m) for _, m in sessions),
         "ingest_s": round(ingest_s, 1), "health_before_pages": health,
         "requests_per_page": args.requests, "pages_ms": pages,
         "worst_p95_ms": worst, "target_p95_ms": TARGET_P95_MS, "meets_target": worst <= TARGET_P95_MS,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, prov)
     for page, s in pages.items():
         print(f"{page:11s} p50 {s['p50']:7.1f} ms  p95 {s['p95']:7.1f} ms  max {s['max']:7.1f} ms", file=sys.stderr)
     print(f"{len(sessions)} experiences; worst p95 {worst:.1f} ms (target {TARGET_P95_MS:.0f}); wrote {args.out}",

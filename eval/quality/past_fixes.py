@@ -12,7 +12,7 @@ change's message + diff (the same first-parent changes), a change matching when 
 commit or a merge that brought one in.
 
     git clone /work/.mirror/BurntSushi+ripgrep/repo /work/pastfixes-repos/ripgrep   # etc.
-    python -m eval.past_fixes [--repos /work/pastfixes-repos] [--only ripgrep,caddy]
+    python -m eval.quality.past_fixes [--repos /work/pastfixes-repos] [--only ripgrep,caddy]
 
 ``--repos DIR`` holds one clone per repository, named by the repository's name (``ripgrep``,
 ``caddy``, ``lombok``, ``preact``, ``tokio``). ``--store DIR`` keeps the imported memory, one
@@ -33,11 +33,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from eval._paths import RESULTS, SHARED_DATA  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 
 TASKS = SHARED_DATA / "past-fixes-dev" / "tasks.json"
 DEFAULT_REPOS = Path("/work/pastfixes-repos")
@@ -153,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="repositories imported at once (one process each)")
     ap.add_argument("--out", type=Path, default=RESULTS / "tmp" / "past_fixes.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval.past_fixes", argv)
+    prov = provenance("eval.quality.past_fixes", argv)
 
     tasks = json.loads(args.tasks.read_text())
     only = {s for s in args.only.split(",") if s}
@@ -165,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, repo_tasks in by_repo.items():
         path = args.repos / name
         if not (path / ".git").exists() and not (path / "HEAD").exists():
-            raise SystemExit(f"no clone of {repo_tasks[0]['repo']} at {path} (see eval/past_fixes.py's docstring)")
+            raise SystemExit(f"no clone of {repo_tasks[0]['repo']} at {path} (see eval/quality/past_fixes.py's docstring)")
 
     done: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []
     with tempfile.TemporaryDirectory(prefix="codemem-pastfixes-") as tmp:
@@ -176,16 +173,16 @@ def main(argv: list[str] | None = None) -> int:
             with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
                 for future in as_completed([pool.submit(run_repo, *job) for job in jobs]):
                     done.append(future.result())
-                    write_result(args, prov, done, complete=len(done) == len(jobs))
+                    save_result(args, prov, done, complete=len(done) == len(jobs))
         else:
             for job in jobs:
                 done.append(run_repo(*job))
-                write_result(args, prov, done, complete=len(done) == len(jobs))
+                save_result(args, prov, done, complete=len(done) == len(jobs))
     return 0
 
 
-def write_result(args: argparse.Namespace, prov: dict[str, object],
-                 done: list[tuple[str, dict[str, Any], list[dict[str, Any]]]], complete: bool) -> None:
+def save_result(args: argparse.Namespace, prov: dict[str, object],
+                done: list[tuple[str, dict[str, Any], list[dict[str, Any]]]], complete: bool) -> None:
     """The result so far (written after each repository, so a long run leaves its figures)."""
     per_repo = {name: info for name, info, _ in sorted(done)}
     per_task = [row for _, _, rows in sorted(done) for row in rows]
@@ -197,12 +194,11 @@ def write_result(args: argparse.Namespace, prov: dict[str, object],
         rows = [r for r in per_task if r["repo"] == name]
         by_name[name] = {"codemem": metrics([r["codemem_rank"] for r in rows]),
                          **({} if args.no_bm25 else {"bm25": metrics([r["bm25_rank"] for r in rows])})}
-    result = {"provenance": finish(prov), "complete": complete, "tasks": len(per_task), "top_k": args.top_k,
+    result = {"complete": complete, "tasks": len(per_task), "top_k": args.top_k,
               "in_sample": "dev set: knobs may have been tuned on these tasks",
               "summary": summary, "per_repo_scores": by_name, "repos": per_repo, "per_task": per_task}
     print(json.dumps(summary, indent=1), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(f"wrote {args.out}", flush=True)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval._replay_data import CONDITION_KINDS
-from eval._replay_metrics import TOKEN_NOTE, WINDOW_TOKENS, Summary
+from eval.replay.data import CONDITION_KINDS
+from eval.replay.metrics import TOKEN_NOTE, WINDOW_TOKENS, Summary
 
 HEAD = ["system", "condition", "n", "hit@1", "useful@1", "hit@5", "MRR", "found", "itemMRR", "tok<gold p50", "gold%8k",
         "tok total p50", "items p50", "sess p50", "p50 ms", "p95 ms", "latency"]

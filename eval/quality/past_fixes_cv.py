@@ -2,8 +2,8 @@
 ``lead_ratio``, ``title_prose_words``, then ``since_weight``) by leave-one-repository-out
 cross-validation on past-fixes-dev, and report the held-out figures next to the in-sample ones.
 
-    python -m eval.past_fixes --only ripgrep,caddy,lombok,preact,tokio --store DIR   # imports, once
-    python -m eval.past_fixes_cv --store DIR [--only ripgrep,caddy,lombok,preact,tokio]
+    python -m eval.quality.past_fixes --only ripgrep,caddy,lombok,preact,tokio --store DIR   # imports, once
+    python -m eval.quality.past_fixes_cv --store DIR [--only ripgrep,caddy,lombok,preact,tokio]
 
 The retrievers run once per task and value of ``title_prose_words`` (``Memory.signals``,
 which computes the commit rankings whatever their weights); every other grid point is a
@@ -19,7 +19,7 @@ releases ranking weighing nothing; then, with those, the ``since_weight`` with t
 the same point). The releases ranking came last, and fitting its weight alone keeps a fold's
 choices to what 16 tasks can tell apart; for comparison, ``held_out_joint`` chooses all six
 knobs in one grid. The other search knobs stay as ``DEFAULT_SEARCH`` has them (tuned on
-agent sessions by ``eval.relevance_cv``). Writes ``eval/results/tmp/past_fixes_cv.json``.
+agent sessions by ``eval.replay.relevance_cv``). Writes ``eval/results/tmp/past_fixes_cv.json``.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.relevance import SessionSignals, fuse, weights_of
 from codemem.store.schema import key_of
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
-from eval.past_fixes import TASKS, metrics
+from eval._provenance import provenance, write_result
+from eval.quality.past_fixes import TASKS, metrics
 
 WEIGHTS = {"title_weight": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0), "subject_weight": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0),
            "lead_weight": (0.0, 2.0, 4.0, 6.0, 8.0, 12.0), "since_weight": (0.0,)}
@@ -170,12 +170,12 @@ def knobs(config: SearchConfig) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--store", type=Path, required=True, help="an eval.past_fixes --store DIR")
+    ap.add_argument("--store", type=Path, required=True, help="an eval.quality.past_fixes --store DIR")
     ap.add_argument("--only", default="ripgrep,caddy,lombok,preact,tokio")
     ap.add_argument("--tasks", type=Path, default=TASKS)
     ap.add_argument("--out", type=Path, default=RESULTS / "tmp" / "past_fixes_cv.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval.past_fixes_cv", argv)
+    prov = provenance("eval.quality.past_fixes_cv", argv)
     names = [n for n in args.only.split(",") if n]
     tasks = json.loads(args.tasks.read_text())
     rows = {name: collect(args.store, name, [t for t in tasks if t["repo"].split("/")[1] == name]) for name in names}
@@ -198,7 +198,6 @@ def main(argv: list[str] | None = None) -> int:
               f"held out {folds[name]['held_out']}", flush=True)
     fitted = choose(grid, everything, list(range(len(everything))))
     result = {
-        "provenance": finish(prov),
         "tasks": len(everything),
         "held_out": metrics(held),
         "held_out_joint": metrics(held_joint),
@@ -210,8 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps({k: result[k] for k in ("held_out", "held_out_joint", "in_sample", "shipped",
                                              "without_commit_signals")}, indent=1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(f"wrote {args.out}")
     return 0
 

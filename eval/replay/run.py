@@ -24,7 +24,6 @@ client; the baselines' is their query in this process: the report labels the two
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -35,22 +34,26 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
 
 from codemem.ranking.recipes import DEFAULT_SEARCH, RANKINGS
 from eval._paths import RESULTS
-from eval._provenance import finish, provenance
 from eval._provenance import header as provenance_header
-from eval._replay_baselines import (
+from eval._provenance import provenance, write_result
+from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
+from eval._stats import percentile
+from eval.replay.baselines import (
     BASELINES,
+    Bm25Index,
     DenseChunks,
     Tokenizer,
     message_index,
     trajectory_index,
 )
-from eval._replay_data import (
+from eval.replay.data import (
     CONDITION_KINDS,
     DEFAULT_DATA,
     RENDERINGS,
@@ -67,17 +70,16 @@ from eval._replay_data import (
     trajectory_lines,
     trajectory_repos,
 )
-from eval._replay_metrics import (
+from eval.replay.metrics import (
     TOKEN_NOTE,
     Item,
     QueryScore,
+    Summary,
     count_tokens,
     score_query,
     summarize_all,
 )
-from eval._replay_report import LEGEND, latency_kind, markdown, plot, text_table
-from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
-from eval._stats import percentile
+from eval.replay.report import LEGEND, latency_kind, markdown, plot, text_table
 
 MANIFEST = "replay-manifest.json"
 DEFAULT_CACHE = RESULTS / "tmp" / "replay-cache"  # gitignored
@@ -177,7 +179,7 @@ class IngestReport:
     server_restarts: int = 0
 
 
-def post_add(client: httpx.Client, srv: Server, body: dict[str, object], attempts: int = 6) -> tuple[str | None, float]:
+def post_add(client: httpx.Client, srv: Server, body: dict[str, Any], attempts: int = 6) -> tuple[str | None, float]:
     """One Add, retried like the platform does (same request_id and body) on 408/409/425/429/5xx."""
     r, dt = post_retrying(client, srv, "/add", body)
     for attempt in range(attempts):
@@ -211,7 +213,7 @@ def ingest(srv: Server, plan: Plan, chunk: int, concurrency: int) -> IngestRepor
                     err, dt = f"{user} {traj.instance_id}: {type(exc).__name__}: {exc}", 0.0
                 with lock:
                     rep.chunks += 1
-                    rep.messages += len(body["messages"])  # type: ignore[arg-type]
+                    rep.messages += len(body["messages"])
                     if err:
                         rep.errors.append(err)
                     else:
@@ -231,13 +233,13 @@ def ingest(srv: Server, plan: Plan, chunk: int, concurrency: int) -> IngestRepor
     return rep
 
 
-def wait_settled(data_dir: str, timeout_s: float) -> dict[str, object]:
+def wait_settled(data_dir: str, timeout_s: float) -> dict[str, Any]:
     """Let the server's background compactor finish before timing Searches (read from
-    outside, as eval.latency does); best effort."""
+    outside, as eval.load.latency does); best effort."""
     if timeout_s <= 0:
         return {"skipped": True}
     try:
-        from eval.latency import wait_compacted
+        from eval.load.latency import wait_compacted
 
         return wait_compacted(data_dir, timeout_s)
     except Exception as exc:  # noqa: BLE001 - a storage layout we cannot read: just go on
@@ -263,7 +265,7 @@ class ContractCheck:
             out.append(f"{len(self.http_errors)} Search errors, first: {self.http_errors[0]}")
         return out
 
-    def check(self, data: list[dict[str, object]]) -> None:
+    def check(self, data: list[dict[str, Any]]) -> None:
         self.over_top_k += len(data) > TOP_K
         self.missing_id_or_content += any(not h.get("id") or not h.get("content") for h in data)
         self.missing_session_id += any(not h.get("session_id") for h in data)
@@ -309,10 +311,20 @@ def search_codemem(srv: Server, plan: Plan, check: ContractCheck, system: str = 
 
 # -- baselines --------------------------------------------------------------------------------
 
-def run_baselines(plan: Plan, systems: Sequence[str], cache_file: Path) -> tuple[list[QueryScore], dict[str, object]]:
+def lexical(index: Bm25Index, tok: Tokenizer, tasks: dict[str, Task]) -> Callable[[str], list[Item]]:
+    """A BM25 baseline's search of one task's query."""
+    return lambda tid: index.search(tok(tasks[tid].query), TOP_K)
+
+
+def semantic(dense: DenseChunks, sessions: Sequence[str], tasks: dict[str, Task]) -> Callable[[str], list[Item]]:
+    """The dense baseline's search of one task's query within one memory's sessions."""
+    return lambda tid: dense.search(dense.query_vector(tasks[tid].query), sessions, TOP_K)
+
+
+def run_baselines(plan: Plan, systems: Sequence[str], cache_file: Path) -> tuple[list[QueryScore], dict[str, Any]]:
     """The in-process baselines over each condition's own corpus, scored like codemem."""
     scores: list[QueryScore] = []
-    info: dict[str, object] = {}
+    info: dict[str, Any] = {}
     tasks = plan.task_by_id
     tok = Tokenizer()
     dense = None
@@ -325,13 +337,11 @@ def run_baselines(plan: Plan, systems: Sequence[str], cache_file: Path) -> tuple
         trajs = [plan.trajectories[i] for i in c.trajectories]
         indexes: dict[str, Callable[[str], list[Item]]] = {}
         if "bm25-traj" in systems:
-            idx_t = trajectory_index(trajs, tok)
-            indexes["bm25-traj"] = lambda tid, ix=idx_t: ix.search(tok(tasks[tid].query), TOP_K)
+            indexes["bm25-traj"] = lexical(trajectory_index(trajs, tok), tok, tasks)
         if "bm25-msg" in systems:
-            idx_m = message_index(trajs, tok)
-            indexes["bm25-msg"] = lambda tid, ix=idx_m: ix.search(tok(tasks[tid].query), TOP_K)
+            indexes["bm25-msg"] = lexical(message_index(trajs, tok), tok, tasks)
         if dense is not None:
-            indexes["dense-chunk"] = lambda tid, d=dense, c=c: d.search(d.query_vector(tasks[tid].query), c.trajectories, TOP_K)
+            indexes["dense-chunk"] = semantic(dense, c.trajectories, tasks)
         for name, search in indexes.items():
             for tid in c.tasks:
                 t0 = time.perf_counter()
@@ -351,7 +361,7 @@ SCORING = ("trajectory level for every system: each answer reduced to its distin
            "baselines in-process")
 
 
-def run_info(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
+def run_info(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
     return {
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "tasks": len(plan.tasks), "trajectories": len(plan.trajectories),
@@ -361,15 +371,17 @@ def run_info(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
     }
 
 
-def write_outputs(out: Path, result: dict[str, object], summaries: list, notes: list[str]) -> None:
-    info, prov = result["run"], result["provenance"]
-    header = (f"{provenance_header(prov)}; "  # type: ignore[arg-type]
-              f"{info['tasks']} labelled tasks, {info['trajectories']} trajectories; "  # type: ignore[index]
-              f"rendering {info['args']['rendering']}, {info['args']['chunk']}-message Adds.")  # type: ignore[index]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{out}.json").write_text(json.dumps(result, indent=1, default=str))
-    Path(f"{out}.md").write_text(markdown(summaries, str(prov["command"]), header, notes))  # type: ignore[index]
-    plot(summaries, Path(f"{out}.png"), f"Retrieval replay, SWE-ContextBench Lite\n{header}")
+def write_outputs(out: Path, result: dict[str, Any], prov: dict[str, Any], summaries: list[Summary],
+                  notes: list[str]) -> None:
+    def header(r: dict[str, Any]) -> str:
+        info = r["run"]
+        return (f"{provenance_header(r['provenance'])}; "
+                f"{info['tasks']} labelled tasks, {info['trajectories']} trajectories; "
+                f"rendering {info['args']['rendering']}, {info['args']['chunk']}-message Adds.")
+
+    write_result(Path(f"{out}.json"), result, prov, indent=1,
+                 markdown=lambda r: markdown(summaries, str(r["provenance"]["command"]), header(r), notes))
+    plot(summaries, Path(f"{out}.png"), f"Retrieval replay, SWE-ContextBench Lite\n{header(result)}")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -417,7 +429,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def serve_and_search(plan: Plan, args: argparse.Namespace) -> tuple[list[QueryScore], list[dict], dict[str, object], ContractCheck]:
+def serve_and_search(plan: Plan, args: argparse.Namespace) -> tuple[list[QueryScore], list[dict], dict[str, Any], ContractCheck]:
     """Start the service on the chosen data dir, ingest unless reusing, search every condition."""
     if args.reuse:
         check_reusable(args.reuse, plan, args)
@@ -425,7 +437,7 @@ def serve_and_search(plan: Plan, args: argparse.Namespace) -> tuple[list[QuerySc
     data_dir.mkdir(parents=True, exist_ok=True)
     env = dict(kv.split("=", 1) for kv in args.env)
     check = ContractCheck()
-    served: dict[str, object] = {"data_dir": str(data_dir), "kept": bool(args.reuse or args.keep), "server_env": env}
+    served: dict[str, Any] = {"data_dir": str(data_dir), "kept": bool(args.reuse or args.keep), "server_env": env}
     scores: list[QueryScore] = []
     raw: list[dict] = []
     try:
@@ -448,7 +460,7 @@ def serve_and_search(plan: Plan, args: argparse.Namespace) -> tuple[list[QuerySc
                 more, more_raw = search_codemem(srv, plan, check, system_name(ranking))
                 scores += more
                 raw += more_raw
-                served.setdefault("servers", []).append(  # type: ignore[union-attr]
+                served.setdefault("servers", []).append(
                     {"ranking": ranking, "restarts": srv.restarts, "log": srv.log_path})
     finally:
         if not (args.reuse or args.keep):
@@ -468,21 +480,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.rendering}), {len(plan.conditions)} user_ids, loaded in {time.perf_counter() - t0:.0f} s")
     info = run_info(args, plan)
     scores, raw, served, check = serve_and_search(plan, args)
-    baseline_info: dict[str, object] = {}
+    baseline_info: dict[str, Any] = {}
     if args.systems:
         log(f"baselines {', '.join(args.systems)} ...")
         cache_file = args.cache / f"dense-{args.rendering}-minilm-256.npz"
         more, baseline_info = run_baselines(plan, args.systems, cache_file)
         scores += more
     summaries = summarize_all(scores)
-    notes = check.notes() + ([f"{served['ingest']['n_errors']} Adds failed"]  # type: ignore[index]
-                             if served.get("ingest", {}).get("n_errors") else [])  # type: ignore[union-attr]
+    notes = check.notes() + ([f"{served['ingest']['n_errors']} Adds failed"]
+                             if served.get("ingest", {}).get("n_errors") else [])
     info["wall_s"] = round(time.perf_counter() - t0, 1)
-    result = {"provenance": finish(prov), "run": info, "service": served, "baselines": baseline_info,
+    result: dict[str, Any] = {"run": info, "service": served, "baselines": baseline_info,
               "contract_notes": notes,
               "summary": [s.as_dict() | {"latency_measured": latency_kind(s.system)} for s in summaries],
               "queries": [asdict(s) for s in scores], "codemem_raw": raw}
-    write_outputs(args.out, result, summaries, notes)
+    write_outputs(args.out, result, prov, summaries, notes)
     print()
     print(text_table(summaries))
     print(f"({LEGEND})")

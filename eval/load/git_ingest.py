@@ -6,14 +6,13 @@ edited, new files, renames, a few JS files, the occasional binary and giant vend
 and commit messages that name exceptions and symbols. The budget it checks against: reading
 and parsing 5,000 commits well under 60 s on 2 cores.
 
-    python eval/git_ingest_bench.py                 # synthetic, 5,000 commits
-    python eval/git_ingest_bench.py --repo PATH     # a real repository
+    python -m eval.load.git_ingest                 # synthetic, 5,000 commits
+    python -m eval.load.git_ingest --repo PATH     # a real repository
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import resource
@@ -24,13 +23,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script (python eval/x.py): import eval from the repository
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from codemem.git.cards import commit_to_experience  # noqa: E402
 from codemem.git.log import iter_changes  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
-from eval._provenance import finish, provenance  # noqa: E402
+from eval._provenance import provenance, write_result  # noqa: E402
 
 WORDS = (
     "user account order invoice cache session token config report query index record event "
@@ -296,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", help="write the synthetic repository here and keep it")
     ap.add_argument("--out", type=Path, default=RESULTS / "git_ingest.json")
     args = ap.parse_args(argv)
-    prov = provenance("eval/git_ingest_bench.py", argv)
+    prov = provenance("eval.load.git_ingest", argv)
     if args.repo:
         result = {"synthetic": False, **bench(args.repo)}
     else:
@@ -307,8 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             generate_s = time.perf_counter() - t0
             print(f"generated {args.commits} commits in {generate_s:.1f} s")
             result = {"synthetic": True, "seed": args.seed, "generate_s": round(generate_s, 1), **bench(str(root))}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"provenance": finish(prov), **result}, indent=2) + "\n")
+    write_result(args.out, result, prov)
     print(f"wrote {args.out}")
     return 0
 
