@@ -1,0 +1,208 @@
+"""A Search answer from a memory of dialogue: turns, not experience cards, each dated.
+
+Where the best sessions are people talking (LoCoMo-style conversations, project chat), the
+answer to a question is a statement in one turn, and a card per session would spend the
+reader's window on whole sessions. Here each candidate turn is scored by the retrievers'
+fused item score and its session's score, then:
+
+- a question about the current state ("now", "currently", "latest", "still") puts a turn
+  whose fact a later statement replaced after its replacement, and every question keeps a
+  replacement found among the candidates ahead of what it replaced (newest first);
+- a question about time ("when", "first", "last", "before", "after", "how long ago") keeps
+  more sessions' turns in view;
+- turns are chosen greedily with a per-session discount (a maximal-marginal-relevance
+  choice by session), so an answer spanning sessions is not filled from one;
+- each item is `[date] text`, with its relative dates resolved against the session's date
+  and, where superseded, the session and date that replaced it (also in `metadata`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from codemem import times
+from codemem.clip import clip_middle
+from codemem.models import Hit
+from codemem.ranking.shape import within_budget
+from codemem.ranking.types import Candidate
+from codemem.timeline.dates import day_of, resolve
+from codemem.timeline.facts import facts
+from codemem.timeline.index import DialogueIndex, Stated
+
+_ENCODER = msgspec.json.Encoder()
+_CURRENT = re.compile(r"\b(now|currently|current|latest|still|these days|at the moment|today|anymore|any more|"
+                      r"right now|presently|nowadays|most recent|newest|switched|changed|replaced)\b", re.I)
+_TIME = re.compile(r"\b(when|first|last|before|after|earlier|later|since|until|how long|what date|which date|"
+                   r"what year|what month|ago|recently|previous|originally)\b", re.I)
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#.-]*[a-z0-9+#]|[a-z0-9]", re.I)
+_STOPWORDS = frozenset("""a an the and or but of to in on at for with by from as is are was were be been being do does did
+have has had what which who whom whose when where why how that this these those it its we our us you your they
+their them i me my he she his her him not no any some all can could would should will shall may might must about
+into over under than then there here so if also just only ever very much many more most use used uses using
+now currently current latest still first last before after did does do go went get got make made like one ones
+time times kind sort thing things""".split())
+
+
+@dataclass(frozen=True)
+class TurnConfig:
+    """How turns are scored and chosen; `eval/timeline.py --calibrate` fits the quiet model."""
+
+    candidates: int = 150  # turns read and scored
+    session_weight: float = 0.5  # the session's fused score (scaled to the best) beside the turn's own
+    session_discount: float = 0.7  # each turn already chosen from a session multiplies the next by this
+    time_discount: float = 0.5  # ... when the question is about time (more sessions in view)
+    superseded_factor: float = 0.35  # a superseded turn's score, times this, for a question about now
+    max_turn_chars: int = 1_500
+    # Quiet (nothing in memory on the subject): P(present) = sigmoid(w0 + w1 * cosine + w2 * coverage)
+    # of the best session's cosine and the share of the question's words found in the best
+    # turns; below `quiet_below` the answer is empty.
+    quiet_bias: float = -9.0
+    quiet_cosine: float = 12.0
+    quiet_coverage: float = 6.0
+    quiet_below: float = 0.5
+
+
+DEFAULT_TURNS = TurnConfig()
+
+
+def is_dialogue(scores: Mapping[str, float], index: DialogueIndex, look_at: int = 5) -> bool:
+    """Whether the best `look_at` sessions are all conversations (and there is one)."""
+    best = sorted(scores, key=lambda k: scores[k], reverse=True)[:look_at]
+    return bool(best) and all(index.conversation(k) for k in best)
+
+
+def words(text: str) -> set[str]:
+    """Content words, lower case, cut to 6 characters (a crude stem: "migrations" meets "migration")."""
+    return {w.lower()[:6] for w in _WORD.findall(text) if w.lower() not in _STOPWORDS and len(w) > 1}
+
+
+def present_probability(question: str, best_cosine: float, texts: Sequence[str], config: TurnConfig) -> float:
+    """How likely the memory holds the question's subject, from the best cosine and the share
+    of the question's content words found in the best turns."""
+    z = config.quiet_bias + config.quiet_cosine * best_cosine + config.quiet_coverage * coverage(question, texts)
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def coverage(question: str, texts: Sequence[str]) -> float:
+    """The largest share of the question's content words that one of `texts` holds."""
+    asked = words(question)
+    if not asked:
+        return 1.0
+    return max((len(asked & words(t)) / len(asked) for t in texts), default=0.0)
+
+
+@dataclass
+class _Turn:
+    row: dict[str, Any]
+    score: float
+    ms: int
+    superseded: tuple[Stated, Stated] | None = None
+
+
+def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[str, float], best_cosine: float,
+           index: DialogueIndex, read: Callable[[list[str]], list[Candidate]], user_id: str, top_k: int,
+           budget_tokens: int, max_bytes: int, config: TurnConfig = DEFAULT_TURNS) -> list[Hit]:
+    """The answer's items, best first: dated turns of the conversations among `items`
+    (the retrievers' fused items, best first), or [] when the subject seems absent."""
+    best_session = max(session_scores.values(), default=0.0) or 1.0
+    chosen = [c for c in items if c.fields.get("kind") == "message" and index.conversation(str(c.fields["session_key"]))]
+    chosen = chosen[: config.candidates]
+    rows = {c.id: c.fields for c in read([c.id for c in chosen]) if c.fields.get("user_id") == user_id}
+    turns: list[_Turn] = []
+    for c in chosen:
+        row = rows.get(c.id)
+        if row is None or not str(row["text"]).strip():
+            continue
+        prior = session_scores.get(str(row["session_key"]), 0.0) / best_session
+        turns.append(_Turn(row, c.score + config.session_weight * prior * c.score, times.source_ms(row)))
+    if not turns:
+        return []
+    ordered = sorted(turns, key=lambda t: -t.score)
+    if present_probability(question, best_cosine, [str(t.row["text"]) for t in ordered[:10]], config) < config.quiet_below:
+        return []
+    _mark_superseded(turns, index)
+    _newest_first(turns, bool(_CURRENT.search(question)), config)
+    discount = config.time_discount if _TIME.search(question) else config.session_discount
+    picked = _diversify(turns, discount, top_k)
+    hits = [_hit(t, index, config) for t in picked]
+    return within_budget(hits, _size, budget_tokens, max_bytes)
+
+
+def _mark_superseded(turns: Sequence[_Turn], index: DialogueIndex) -> None:
+    for t in turns:
+        for fact in facts(str(t.row["text"])):
+            if fact.value and (found := index.superseded(fact, t.ms, str(t.row["session_key"]))) is not None:
+                t.superseded = found
+                break
+
+
+def _newest_first(turns: Sequence[_Turn], current: bool, config: TurnConfig) -> None:
+    """A superseded turn goes below the candidate turns of the sessions that replaced it; for
+    a question about now, its score is also discounted."""
+    by_session: dict[str, list[_Turn]] = {}
+    for t in turns:
+        by_session.setdefault(str(t.row["session_key"]), []).append(t)
+    for t in turns:
+        if t.superseded is None:
+            continue
+        if current:
+            t.score *= config.superseded_factor
+        for stated in t.superseded:
+            stated_words = {stated.fact.value, stated.fact.replaces} - {""}
+            for other in by_session.get(stated.session_key, []):
+                text = str(other.row["text"]).lower()
+                if other.superseded is None and any(v in text for v in stated_words) and other.score <= t.score:
+                    other.score = t.score * 1.001
+
+
+def _diversify(turns: Sequence[_Turn], discount: float, top_k: int) -> list[_Turn]:
+    """Greedy choice: each pick's score is discounted by `discount` per turn already picked
+    from its session."""
+    left = sorted(turns, key=lambda t: -t.score)
+    picked: list[_Turn] = []
+    per_session: dict[str, int] = {}
+    while left and len(picked) < top_k:
+        best = max(range(len(left)), key=lambda i: left[i].score * discount ** per_session.get(str(left[i].row["session_key"]), 0))
+        t = left.pop(best)
+        key = str(t.row["session_key"])
+        per_session[key] = per_session.get(key, 0) + 1
+        picked.append(t)
+    return picked
+
+
+def _hit(t: _Turn, index: DialogueIndex, config: TurnConfig) -> Hit:
+    row = t.row
+    text, omitted = clip_middle(str(row["text"]), config.max_turn_chars)
+    day = day_of(t.ms).isoformat()
+    meta: dict[str, object] = {"kind": "turn", "role": row["role"], "date": day, "timestamp": row["timestamp"],
+                               "conversation": True}
+    notes = []
+    resolved = resolve(text, t.ms)
+    if resolved:
+        meta["dates"] = {r.phrase: r.label() for r in resolved}
+        notes.append("; ".join(f'"{r.phrase}" = {r.label()}' for r in resolved))
+    if t.superseded is not None:
+        first, latest = t.superseded
+        meta["superseded_by"] = {"session_id": first.session_id, "date": day_of(first.ms).isoformat(),
+                                 "value": first.fact.value or None}
+        if latest is not first:
+            meta["current"] = {"session_id": latest.session_id, "date": day_of(latest.ms).isoformat(),
+                               "value": latest.fact.value or None}
+        now = latest.fact.value or "dropped"
+        notes.append(f"superseded on {day_of(first.ms).isoformat()}: now {now}")
+    if omitted:
+        meta["omitted_chars"] = omitted
+    content = f"[{day}] {text}" + (f" ({'; '.join(notes)})" if notes else "")
+    meta["stored_at"] = times.iso(int(row["created_at"]))
+    return Hit(id=str(row["id"]), content=content, score=round(t.score, 6), created_at=times.iso(t.ms),
+               session_id=str(row["session_id"]), metadata=meta)
+
+
+def _size(hit: Hit) -> int:
+    return len(_ENCODER.encode(hit.content)) + 256
