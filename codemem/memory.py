@@ -75,6 +75,7 @@ class Memory:
         self._releases = CardIndexes(ReleaseIndex)
         self._fields = CardIndexes(FieldIndex)  # built only where the learned ranking is asked for
         self._dialogue = CardIndexes(DialogueIndex)  # conversations and the facts they state
+        self.turn_config = turns.DEFAULT_TURNS  # how a memory of dialogue is answered
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim)
         self.compactor = Compactor(
@@ -376,7 +377,8 @@ class Memory:
             key_of(req.user_id), "card", ["session_key", "session_id", "metadata", "timestamp"]), self.store.version())
         if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
             return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
-                                self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES)
+                                self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
+                                self.turn_config)
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}

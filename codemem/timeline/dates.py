@@ -32,6 +32,9 @@ _PATTERNS = [
 ]
 
 
+_PAST = re.compile(r"\b(?:was|were|did|went|had|got|made|\w{3,}ed)\b", re.I)
+
+
 @dataclass(frozen=True)
 class Resolved:
     """One relative phrase of a text and the date (or period) it names."""
@@ -77,7 +80,10 @@ def _span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
     if kind == "tomorrow":
         return _day(today + timedelta(days=1))
     if kind == "weekday":
-        return _day(_weekday(m.group("rel").lower(), _WEEKDAYS.index(m.group("day").lower()), today))
+        rel = m.group("rel").lower()
+        if rel == "on":  # "on Friday": the last one in a sentence about the past, else the next
+            rel = "last" if _PAST.search(m.string) else "next"
+        return _day(_weekday(rel, _WEEKDAYS.index(m.group("day").lower()), today))
     if kind == "period":
         rel = m.group("rel").lower()
         shift = {"last": -1, "past": -1, "this": 0, "next": 1}[rel]

@@ -32,7 +32,7 @@ _PATTERNS: list[re.Pattern[str]] = [re.compile(p, re.I) for p in (
     # "switched from X to Y (for S)", "moved our S from X to Y"
     rf"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|change|changed|changing|"
     rf"went|go|going|port|ported|porting|transition|transitioned)\s+(?:over\s+)?"
-    rf"(?:(?:the|our|all)\s+{_SUBJ2}\s+)?from\s+{_OLD}\s+(?:over\s+)?to\s+{_VAL}{_FOR}",
+    rf"(?:(?:(?:the|our|all)\s+)?{_SUBJ2}\s+)?from\s+{_OLD}\s+(?:over\s+)?to\s+{_VAL}{_FOR}",
     # "replaced X with Y (for S)"
     rf"\b(?:replace|replaced|replacing|swap|swapped|swapping)\s+(?:the\s+|our\s+)?{_OLD}\s+(?:with|for|by)\s+{_VAL}{_FOR}",
     # "use Y instead of X (for S)", "went with Y rather than X"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -32,7 +32,7 @@ from codemem.models import Hit
 from codemem.ranking.shape import within_budget
 from codemem.ranking.types import Candidate
 from codemem.timeline.dates import day_of, resolve
-from codemem.timeline.facts import facts
+from codemem.timeline.facts import Fact, facts
 from codemem.timeline.index import DialogueIndex, Stated
 
 _ENCODER = msgspec.json.Encoder()
@@ -54,10 +54,11 @@ class TurnConfig:
     """How turns are scored and chosen; `eval/timeline.py --calibrate` fits the quiet model."""
 
     candidates: int = 150  # turns read and scored
-    session_weight: float = 0.5  # the session's fused score (scaled to the best) beside the turn's own
+    session_weight: float = 0.5  # the session's fused score's share beside the turn's own (each scaled to the best)
     session_discount: float = 0.7  # each turn already chosen from a session multiplies the next by this
     time_discount: float = 0.5  # ... when the question is about time (more sessions in view)
     superseded_factor: float = 0.35  # a superseded turn's score, times this, for a question about now
+    fact_boost: float = 0.5  # a turn stating a choice of the question's subject: its score times 1 + this
     max_turn_chars: int = 1_500
     # Quiet (nothing in memory on the subject): P(present) = sigmoid(w0 + w1 * cosine + w2 * coverage)
     # of the best session's cosine and the share of the question's words found in the best
@@ -66,6 +67,7 @@ class TurnConfig:
     quiet_cosine: float = 12.0
     quiet_coverage: float = 6.0
     quiet_below: float = 0.5
+    coverage_turns: int = 10  # the best turns `coverage` reads
 
 
 DEFAULT_TURNS = TurnConfig()
@@ -82,10 +84,10 @@ def words(text: str) -> set[str]:
     return {w.lower()[:6] for w in _WORD.findall(text) if w.lower() not in _STOPWORDS and len(w) > 1}
 
 
-def present_probability(question: str, best_cosine: float, texts: Sequence[str], config: TurnConfig) -> float:
+def present_probability(best_cosine: float, covered: float, config: TurnConfig) -> float:
     """How likely the memory holds the question's subject, from the best cosine and the share
-    of the question's content words found in the best turns."""
-    z = config.quiet_bias + config.quiet_cosine * best_cosine + config.quiet_coverage * coverage(question, texts)
+    of the question's content words the best turns hold (`coverage`)."""
+    z = config.quiet_bias + config.quiet_cosine * best_cosine + config.quiet_coverage * covered
     return 1.0 / (1.0 + math.exp(-z))
 
 
@@ -103,6 +105,7 @@ class _Turn:
     score: float
     ms: int
     superseded: tuple[Stated, Stated] | None = None
+    facts: list[Fact] = field(default_factory=list)
 
 
 def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[str, float], best_cosine: float,
@@ -114,32 +117,48 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
     chosen = [c for c in items if c.fields.get("kind") == "message" and index.conversation(str(c.fields["session_key"]))]
     chosen = chosen[: config.candidates]
     rows = {c.id: c.fields for c in read([c.id for c in chosen]) if c.fields.get("user_id") == user_id}
+    best_item = max((c.score for c in chosen), default=0.0) or 1.0
     turns: list[_Turn] = []
     for c in chosen:
         row = rows.get(c.id)
         if row is None or not str(row["text"]).strip():
             continue
         prior = session_scores.get(str(row["session_key"]), 0.0) / best_session
-        turns.append(_Turn(row, c.score + config.session_weight * prior * c.score, times.source_ms(row)))
+        score = (1 - config.session_weight) * c.score / best_item + config.session_weight * prior
+        turns.append(_Turn(row, score, times.source_ms(row)))
     if not turns:
         return []
     ordered = sorted(turns, key=lambda t: -t.score)
-    if present_probability(question, best_cosine, [str(t.row["text"]) for t in ordered[:10]], config) < config.quiet_below:
+    covered = coverage(question, [str(t.row["text"]) for t in ordered[: config.coverage_turns]])
+    present = present_probability(best_cosine, covered, config)
+    if present < config.quiet_below:
         return []
     _mark_superseded(turns, index)
+    _boost_facts(turns, words(question), config.fact_boost)
     _newest_first(turns, bool(_CURRENT.search(question)), config)
     discount = config.time_discount if _TIME.search(question) else config.session_discount
     picked = _diversify(turns, discount, top_k)
     hits = [_hit(t, index, config) for t in picked]
+    hits[0].metadata["subject_present"] = {"probability": round(present, 4), "cosine": round(best_cosine, 4),
+                                           "coverage": round(covered, 4)}
     return within_budget(hits, _size, budget_tokens, max_bytes)
 
 
 def _mark_superseded(turns: Sequence[_Turn], index: DialogueIndex) -> None:
     for t in turns:
-        for fact in facts(str(t.row["text"])):
+        t.facts = facts(str(t.row["text"]))
+        for fact in t.facts:
             if fact.value and (found := index.superseded(fact, t.ms, str(t.row["session_key"]))) is not None:
                 t.superseded = found
                 break
+
+
+def _boost_facts(turns: Sequence[_Turn], asked: set[str], boost: float) -> None:
+    """A turn that states a choice whose subject or value the question names is what a
+    question about a choice asks for, more than a turn that only mentions the subject."""
+    for t in turns:
+        if any(words(" ".join((f.subject, f.value, f.replaces))) & asked for f in t.facts):
+            t.score *= 1 + boost
 
 
 def _newest_first(turns: Sequence[_Turn], current: bool, config: TurnConfig) -> None:
