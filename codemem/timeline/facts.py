@@ -26,9 +26,17 @@ def _p(name: str) -> str:
 
 
 _VAL, _OLD, _SUBJ, _SUBJ2 = _p("value"), _p("old"), _p("subject"), _p("subject2")
+# A value followed by a fixed phrase ("... instead of X") may hold "with" ("OAuth with Keycloak").
+_VALW = rf"(?P<value>[\w.+#/@-]+(?:\s+(?!{_STOP.replace('with|', '')}\b)[\w.+#/@-]+){{0,3}})"
 _FOR = rf"(?:\s+(?:for|as)\s+(?:(?:the|our|all|a|an|its|their|my)\s+)?{_SUBJ})?"
-_WE = r"(?:we|we've|we're|we'll|i|i've|they|the team|the project|it|our team)"
+_WE = r"(?:we|we've|we're|we'll|i|i've|they|the team|the project|it|our team|let's|let us)"
 _PATTERNS: list[re.Pattern[str]] = [re.compile(p, re.I) for p in (
+    # "S now uses Y instead of X"
+    rf"\b(?:the\s+|our\s+)?{_SUBJ}\s+(?:now\s+)?(?:uses|is using|runs on|is on|is handled by|is done with)\s+{_VALW}\s+"
+    rf"(?:instead of|rather than|in place of)\s+{_OLD}",
+    # "for S we went with Y"
+    rf"\bfor\s+(?:the\s+|our\s+)?{_SUBJ},?\s+{_WE}\s+(?:now\s+)?(?:went with|go with|use|chose|picked|settled on|"
+    rf"are using|are on|decided on|adopted)\s+{_VAL}",
     # "switched from X to Y (for S)", "moved our S from X to Y"
     rf"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|change|changed|changing|"
     rf"went|go|going|port|ported|porting|transition|transitioned)\s+(?:over\s+)?"
@@ -37,7 +45,7 @@ _PATTERNS: list[re.Pattern[str]] = [re.compile(p, re.I) for p in (
     rf"\b(?:replace|replaced|replacing|swap|swapped|swapping)\s+(?:the\s+|our\s+)?{_OLD}\s+(?:with|for|by)\s+{_VAL}{_FOR}",
     # "use Y instead of X (for S)", "went with Y rather than X"
     rf"\b(?:use|uses|using|used|chose|choose|picked|pick|went with|go with|going with|settled on|adopted|adopt|"
-    rf"decided on|prefer|run|runs|running|deploy to|host on)\s+{_VAL}\s+(?:instead of|rather than|in place of|over)\s+{_OLD}{_FOR}",
+    rf"decided on|prefer|run|runs|running|deploy to|host on)\s+{_VALW}\s+(?:instead of|rather than|in place of|over)\s+{_OLD}{_FOR}",
     # "Y replaces X", "Y is replacing X"
     rf"\b{_VAL}\s+(?:now\s+)?(?:replaces|replaced|is replacing|has replaced|supersedes)\s+{_OLD}{_FOR}",
     # "upgraded S to Y", "bumped S to Y", "set S to Y", "raised the S to Y"
@@ -51,13 +59,14 @@ _PATTERNS: list[re.Pattern[str]] = [re.compile(p, re.I) for p in (
     # "we (now) use Y for S", "we're going with Y for S", "we settled on Y for S"
     rf"\b{_WE}\s+(?:now\s+|still\s+|currently\s+|also\s+)?(?:(?:are|is|have|will|'re)\s+)?(?:now\s+)?"
     rf"(?:use|uses|using|went with|go with|going with|settled on|decided on|picked|chose|adopted|standardi[sz]ed on|"
-    rf"rely on|run|are on|is on|deploy to|deploying to|host on|store \w+ in|keep \w+ in)\s+{_VAL}{_FOR}",
+    rf"rely on|run|are on|is on|on|deploy to|deploying to|host on|store \w+ in|keep \w+ in)\s+{_VAL}{_FOR}",
     # "S now uses Y", "S runs on Y"
     rf"\b(?:the\s+|our\s+)?{_SUBJ}\s+(?:now\s+)?(?:uses|runs on|is built on|is built with|lives in|is hosted on|is deployed to)\s+{_VAL}",
 )]
 _DROPPED = [re.compile(p, re.I) for p in (
     rf"\b(?:no longer|don't|do not|stopped|stop|quit|not)\s+(?:use|uses|using|need|needs|rely on)\s+{_OLD}",
     rf"\b(?:dropped|removed|ditched|retired|abandoned|got rid of)\s+(?:the\s+|our\s+)?{_OLD}",
+    rf"\b{_OLD}\s+(?:is|are)\s+(?:gone|out|retired|dead|no more)\b",
 )]
 _DETERMINERS = {"the", "our", "a", "an", "all", "its", "their", "my", "this", "that", "we", "new", "old", "current"}
 _VAGUE = {"it", "them", "that", "this", "something", "things", "stuff", "one", "way", "lot", "bit", "same", "thing",
@@ -104,7 +113,11 @@ def facts(text: str) -> list[Fact]:
                 break
         for dropped in _DROPPED:
             if (d := dropped.search(sentence)) is not None and (old := _norm(d.group("old"))):
-                if not any(f.replaces == old or f.value == old for f in out):
+                if any(f.replaces == old or f.value == old for f in out):
+                    break
+                if out and not out[-1].replaces and out[-1].value:  # "X is gone, we're on Y": Y replaces X
+                    out[-1] = Fact(out[-1].subject, out[-1].value, old)
+                else:
                     out.append(Fact("", "", old))
                 break
     return list(dict.fromkeys(out))

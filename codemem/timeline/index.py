@@ -79,8 +79,21 @@ class DialogueIndex(CardIndex):
         return held.session_id if held else ""
 
     def timeline(self) -> list[Stated]:
+        """Every fact, oldest first; one that names no subject but replaces a value takes the
+        subject that value was stated for ("we replaced Heroku with Fly" after "we host on
+        Heroku for hosting")."""
         if self._timeline is None:
-            self._timeline = sorted((s for held in self._sessions.values() for s in held.stated), key=lambda s: s.ms)
+            subject_of: dict[str, str] = {}
+            out = []
+            for s in sorted((s for held in self._sessions.values() for s in held.stated), key=lambda s: s.ms):
+                fact = s.fact
+                if not fact.subject and fact.replaces in subject_of:
+                    fact = Fact(subject_of[fact.replaces], fact.value, fact.replaces)
+                    s = Stated(fact, s.ms, s.session_key, s.session_id)
+                if fact.subject and fact.value:
+                    subject_of[fact.value] = fact.subject
+                out.append(s)
+            self._timeline = out
         return self._timeline
 
     def superseded(self, fact: Fact, ms: int, session_key: str) -> tuple[Stated, Stated] | None:
@@ -88,9 +101,12 @@ class DialogueIndex(CardIndex):
         first that did, and the latest in the chain of replacements that follows it."""
         first: Stated | None = None
         latest: Stated | None = None
-        current = fact
-        for later in self.timeline():
-            if later.ms <= ms or (later.session_key == session_key and later.fact == fact):
+        timeline = self.timeline()
+        # The fact as the index holds it (with the subject it may have taken from an earlier one).
+        current = next((s.fact for s in timeline if s.session_key == session_key and s.fact.value == fact.value
+                        and s.fact.replaces == fact.replaces), fact)
+        for later in timeline:
+            if later.ms <= ms or (later.session_key == session_key and later.fact.value == fact.value):
                 continue
             if supersedes(later.fact, current):
                 first = first or later
