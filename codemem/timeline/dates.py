@@ -82,7 +82,7 @@ def _span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
     if kind == "weekday":
         rel = m.group("rel").lower()
         if rel == "on":  # "on Friday": the last one in a sentence about the past, else the next
-            rel = "last" if _PAST.search(m.string) else "next"
+            rel = "last" if _PAST.search(_clause(m)) else "next"
         return _day(_weekday(rel, _WEEKDAYS.index(m.group("day").lower()), today))
     if kind == "period":
         rel = m.group("rel").lower()
@@ -92,6 +92,14 @@ def _span(kind: str, m: re.Match[str], today: date) -> tuple[date, date] | None:
         unit = m.group("unit").lower()
         return _day(today - timedelta(days=1)) if unit == "day" else _period(unit, today, -1)
     return None
+
+
+def _clause(m: re.Match[str]) -> str:
+    """The clause holding the match (between punctuation marks)."""
+    text = m.string
+    start = max(text.rfind(c, 0, m.start()) for c in ".;!?,\n") + 1
+    ends = [i for c in ".;!?,\n" if (i := text.find(c, m.end())) >= 0]
+    return text[start: min(ends, default=len(text))]
 
 
 def _count(word: str) -> int:
