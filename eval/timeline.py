@@ -17,7 +17,8 @@ Scores, per system, over the questions that have an answer:
   item came back marked `superseded_by`;
 - date (kind `when`): the first item from the session that holds the change shows the day
   the change was made (`[date]` or a resolved relative date);
-- session recall within 2k tokens (kind `multi`): share of the answer's sessions seen;
+- session recall within 2k tokens and within the first 10 items (kind `multi`): share of
+  the answer's sessions seen;
 - absent (kind `absent`): tokens (characters / 4) of absent answers over those of the others,
   the share of absent answers that are empty, and the share of the others that are empty
   (wrongly quiet).
@@ -122,6 +123,7 @@ def score(project: dict[str, Any], answers: dict[str, Answer]) -> list[dict[str,
                 seen.add(sid)
                 used += len(text) / CHARS_PER_TOKEN
             row["recall2k"] = len(gold & seen) / len(gold)
+            row["recall10"] = len(gold & set(a.sessions[:10])) / len(gold)
         if q["kind"] == "update":
             related = set(q["related"])
             first = next((s for s in a.sessions if s in related), None)
@@ -158,6 +160,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "older_marked": f"{sum(r['older_marked'] for r in updates)}/{sum(r['older_returned'] for r in updates)}",
         "date_shown": mean([r["date_shown"] for r in rows if "date_shown" in r]),
         "multi_recall2k": mean([r["recall2k"] for r in answered if r["kind"] == "multi"]),
+        "multi_recall10": mean([r["recall10"] for r in answered if r["kind"] == "multi"]),
         "absent_tokens_ratio": round((mean([r["tokens"] for r in absent]) or 0.0) / others_tokens, 4) if others_tokens else None,
         "absent_empty": mean([r["empty"] for r in absent]),
         "answered_empty": mean([r["empty"] for r in answered]),
@@ -195,7 +198,8 @@ def _locomo_features(config: TurnConfig) -> list[tuple[str, float, float]]:
             for n, turns in conv.sessions().items():
                 for c, chunk in enumerate(chunks(turns)):
                     memory.add(AddRequest(request_id=f"{conv.name}:{n}:{c}", user_id=conv.name, session_id=f"{conv.name}:{n}",
-                                          messages=[Message(role=t.role, content=t.content, timestamp=t.timestamp) for t in chunk]))
+                                          messages=[Message(role="user" if t.role == "user" else "assistant", content=t.content,
+                                                                    timestamp=t.timestamp) for t in chunk]))
             for q in conv.questions:
                 hits = memory.search(SearchRequest(user_id=conv.name, query=q.question, top_k=TOP_K))
                 feats = hits[0].metadata.get("subject_present") if hits else None
@@ -256,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         fields = {f.name: f.type for f in dataclasses.fields(TurnConfig)}
         changes = {k: (int if fields[k] == "int" else float)(v) for k, v in (s.split("=", 1) for s in args.set)}
-        config = dataclasses.replace(DEFAULT_TURNS, **changes)
+        config = dataclasses.replace(DEFAULT_TURNS, **changes)  # type: ignore[arg-type]
         rows = run(projects, config)
         summary = [{"system": system, "scope": scope, **summarize([r for r in mine if scope in ("all", r["project"])])}
                    for system, mine in rows.items() for scope in ["all", *[p["project"] for p in projects]]]
@@ -265,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in summary:
             if r["scope"] == "all":
                 print(json.dumps({k: r[k] for k in ("system", "hit1", "newest_first", "older_marked", "date_shown",
-                                                    "multi_recall2k", "absent_tokens_ratio", "answered_empty")}))
+                                                    "multi_recall2k", "multi_recall10", "absent_tokens_ratio", "answered_empty")}))
     result = {"provenance": finish(prov), "split": "dev" if args.calibrate else args.split,
               "projects": [p["project"] for p in projects], "wall_s": round(time.perf_counter() - t0, 1), **result}
     out.parent.mkdir(parents=True, exist_ok=True)

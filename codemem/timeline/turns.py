@@ -59,6 +59,7 @@ class TurnConfig:
     time_discount: float = 0.5  # ... when the question is about time (more sessions in view)
     superseded_factor: float = 0.35  # a superseded turn's score, times this, for a question about now
     fact_boost: float = 0.5  # a turn stating a choice of the question's subject: its score times 1 + this
+    neighbour_weight: float = 0.0  # a turn gains this share of the score of the turn before it (a reply to what matched)
     max_turn_chars: int = 1_500
     # Quiet (nothing in memory on the subject): P(present) = sigmoid(w0 + w1 * cosine + w2 * coverage)
     # of the best session's cosine and the share of the question's words found in the best
@@ -128,6 +129,8 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
         turns.append(_Turn(row, score, times.source_ms(row)))
     if not turns:
         return []
+    if config.neighbour_weight:
+        _lift_replies(turns, config.neighbour_weight)
     ordered = sorted(turns, key=lambda t: -t.score)
     covered = coverage(question, [str(t.row["text"]) for t in ordered[: config.coverage_turns]])
     present = present_probability(best_cosine, covered, config)
@@ -142,6 +145,18 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
     hits[0].metadata["subject_present"] = {"probability": round(present, 4), "cosine": round(best_cosine, 4),
                                            "coverage": round(covered, 4)}
     return within_budget(hits, _size, budget_tokens, max_bytes)
+
+
+def _lift_replies(turns: Sequence[_Turn], weight: float) -> None:
+    """Each turn gains `weight` of the score of the candidate turn just before it in its
+    chunk: an answer often replies to the turn that shares the question's words."""
+    def place(t: _Turn) -> tuple[str, str, int]:
+        return str(t.row["session_key"]), str(t.row["metadata"]), int(t.row["position"])
+
+    before = {place(t): t.score for t in turns}
+    for t in turns:
+        key, chunk, position = place(t)
+        t.score += weight * before.get((key, chunk, position - 1), 0.0)
 
 
 def _mark_superseded(turns: Sequence[_Turn], index: DialogueIndex) -> None:
