@@ -378,7 +378,7 @@ class Memory:
         if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
             return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
-                                self.turn_config)
+                                self.turn_config, quiet=config.quiet_below > 0)
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}

@@ -20,8 +20,8 @@ Scores, per system, over the questions that have an answer:
 - session recall within 2k tokens and within the first 10 items (kind `multi`): share of
   the answer's sessions seen;
 - absent (kind `absent`): tokens (characters / 4) of absent answers over those of the others,
-  the share of absent answers that are empty, and the share of the others that are empty
-  (wrongly quiet).
+  the share of absent answers that are quiet (empty, or marked quiet), and the share of the
+  others that are (wrongly quiet).
 
 BM25 (bm25s, the replay's tokenizer) over whole sessions, each session's text as sent,
 ranked best first, its answer the sessions with a positive score; scored by the same code.
@@ -82,6 +82,7 @@ class Answer:
     texts: list[str]
     superseded: list[bool]  # per item, marked superseded (codemem only)
     features: dict[str, float] | None = None  # codemem's subject_present figures, when given
+    quiet: bool = False  # codemem's answer was quiet (the subject seemed absent)
 
     @property
     def tokens(self) -> float:
@@ -93,7 +94,7 @@ def codemem_answer(memory: Memory, user: str, question: str) -> Answer:
     sessions = [h.session_id.rsplit(":", 1)[-1] for h in hits]
     features = hits[0].metadata.get("subject_present") if hits else None
     return Answer(sessions, [content_text(h.content) for h in hits], [bool(h.metadata.get("superseded_by")) for h in hits],
-                  features if isinstance(features, dict) else None)
+                  features if isinstance(features, dict) else None, bool(hits) and bool(hits[0].metadata.get("quiet")))
 
 
 def bm25_answers(project: dict[str, Any], tok: Tokenizer) -> dict[str, Answer]:
@@ -112,7 +113,8 @@ def score(project: dict[str, Any], answers: dict[str, Answer]) -> list[dict[str,
     out = []
     for q in project["questions"]:
         a = answers[q["question"]]
-        row: dict[str, Any] = {"project": project["project"], "kind": q["kind"], "tokens": a.tokens, "empty": not a.texts}
+        row: dict[str, Any] = {"project": project["project"], "kind": q["kind"], "tokens": a.tokens, "empty": not a.texts,
+                              "quiet": a.quiet or not a.texts}
         gold = set(q["sessions"])
         if gold:
             row["hit1"] = bool(a.sessions) and a.sessions[0] in gold
@@ -162,8 +164,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "multi_recall2k": mean([r["recall2k"] for r in answered if r["kind"] == "multi"]),
         "multi_recall10": mean([r["recall10"] for r in answered if r["kind"] == "multi"]),
         "absent_tokens_ratio": round((mean([r["tokens"] for r in absent]) or 0.0) / others_tokens, 4) if others_tokens else None,
-        "absent_empty": mean([r["empty"] for r in absent]),
-        "answered_empty": mean([r["empty"] for r in answered]),
+        "absent_quiet": mean([r["quiet"] for r in absent]),
+        "answered_quiet": mean([r["quiet"] for r in answered]),
         "tokens_p50_answered": sorted(r["tokens"] for r in answered)[len(answered) // 2] if answered else None,
     }
     out["by_kind_hit1"] = {k: mean([r["hit1"] for r in answered if r["kind"] == k])
@@ -269,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in summary:
             if r["scope"] == "all":
                 print(json.dumps({k: r[k] for k in ("system", "hit1", "newest_first", "older_marked", "date_shown",
-                                                    "multi_recall2k", "multi_recall10", "absent_tokens_ratio", "answered_empty")}))
+                                                    "multi_recall2k", "multi_recall10", "absent_tokens_ratio", "absent_quiet", "answered_quiet")}))
     result = {"provenance": finish(prov), "split": "dev" if args.calibrate else args.split,
               "projects": [p["project"] for p in projects], "wall_s": round(time.perf_counter() - t0, 1), **result}
     out.parent.mkdir(parents=True, exist_ok=True)
