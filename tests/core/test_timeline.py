@@ -12,6 +12,7 @@ from codemem.memory import Memory
 from codemem.models import AddRequest, Message, SearchRequest
 from codemem.timeline.dates import resolve
 from codemem.timeline.facts import Fact, facts, supersedes
+from codemem.timeline.turns import DEFAULT_TURNS
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "timeline" / "project.json"
 FIX = [
@@ -58,8 +59,10 @@ def test_a_subject_never_discussed_gets_little_or_nothing(memory: Memory) -> Non
     _add_project(memory, "p")
     asked = memory.search(SearchRequest(user_id="p", query="Which migration tool do we use now?", top_k=20))
     absent = memory.search(SearchRequest(user_id="p", query="Which frontend framework do we use?", top_k=20))
-    assert asked
-    assert sum(len(str(h.content)) for h in absent) <= 0.3 * sum(len(str(h.content)) for h in asked)
+    assert len(asked) > DEFAULT_TURNS.quiet_turns and not any(h.metadata.get("quiet") for h in asked)
+    assert len(absent) <= DEFAULT_TURNS.quiet_turns and all(h.metadata.get("quiet") for h in absent)
+    present = absent[0].metadata["subject_present"]
+    assert isinstance(present, dict) and present["probability"] < DEFAULT_TURNS.quiet_below
 
 
 def test_coding_sessions_are_answered_as_experiences(memory: Memory) -> None:
