@@ -11,6 +11,7 @@ another value, or one whose value it names as replaced.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -98,7 +99,13 @@ class Fact:
 
 def facts(text: str) -> list[Fact]:
     """The facts stated in `text`, sentence by sentence, at most one choice and one drop per
-    sentence (the first pattern that reads it)."""
+    sentence (the first pattern that reads it). Cached: a Search reads the facts of every
+    candidate turn, and the same turns come back for many questions."""
+    return list(_facts(text))
+
+
+@functools.lru_cache(maxsize=32_768)
+def _facts(text: str) -> tuple[Fact, ...]:
     out: list[Fact] = []
     for sentence in _SENTENCE.split(text):
         if "?" in sentence:  # a question states nothing
@@ -120,7 +127,7 @@ def facts(text: str) -> list[Fact]:
                 else:
                     out.append(Fact("", "", old))
                 break
-    return list(dict.fromkeys(out))
+    return tuple(dict.fromkeys(out))
 
 
 def _fact(m: re.Match[str]) -> Fact | None:

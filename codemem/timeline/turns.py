@@ -215,6 +215,8 @@ def _diversify(turns: Sequence[_Turn], discount: float, top_k: int) -> list[_Tur
     """Greedy choice: each pick's score is discounted by `discount` per turn already picked
     from its session."""
     left = sorted(turns, key=lambda t: -t.score)
+    if discount >= 1.0:  # no discount: the best first
+        return left[:top_k]
     picked: list[_Turn] = []
     per_session: dict[str, int] = {}
     while left and len(picked) < top_k:
