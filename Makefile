@@ -8,7 +8,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # `make install` puts `codemem` on the PATH: a link to the checkout's command in $(BINDIR).
 BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: setup dev serve install uninstall lint test clean
+.PHONY: setup dev serve install uninstall lint test results clean
 
 # codemem and what serving needs (`make serve`, and the `codemem` command for MCP and the hook).
 setup: $(STAMP)
@@ -44,13 +44,31 @@ install: setup
 uninstall:
 	@if [ "$$(readlink $(BINDIR)/codemem)" = "$(abspath $(BIN))/codemem" ]; then rm $(BINDIR)/codemem; echo "removed $(BINDIR)/codemem"; fi
 
-# ruff and mypy come from the `test` extra; their settings are in pyproject.toml.
+# ruff and mypy come from the `test` extra; their settings are in pyproject.toml (mypy covers
+# the service packages, eval/ and train/).
 lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
 test: dev
 	$(BIN)/python -m pytest -q
+
+# Re-runs the benchmarks that take a few minutes each (about 15 min in all on 2 cores), one
+# after another at this commit, and renders docs/results.md from eval/results/. The long ones
+# (the replay, restart, ui_latency, the load runs) and those that need more than the shared
+# data (past fixes, staleness, relevance_cv, ceiling) are listed in eval/README.md; re-run
+# them by hand, then `python -m eval.render`.
+results: dev
+	$(BIN)/python -m eval.quality.memoryarena --data tests/fixtures/memoryarena
+	$(BIN)/python -m eval.quality.memoryarena --data tests/fixtures/memoryarena --env CODEMEM_MEMORYARENA_TOKEN_BUDGET=100 --out eval/results/memoryarena-budget100.json
+	$(BIN)/python -m eval.quality.locomo --out eval/results/locomo
+	$(BIN)/python -m eval.quality.experience_stats
+	$(BIN)/python -m eval.load.git_ingest
+	$(BIN)/python -m eval.load.cli_latency
+	$(BIN)/python -m eval.load.latency --items 1000,20000 --searches 100 --compact-timeout 60 --no-breakdown
+	$(BIN)/python -m eval.load.fragments --adds 500 --searches 50
+	$(BIN)/python -m eval.load.ingest
+	$(BIN)/python -m eval.render
 
 clean:
 	rm -rf $(VENV)

@@ -34,7 +34,7 @@ from api.auth import require_api_key
 from api.bodies import decode_body
 from codemem.config import ENV_PREFIX, read_env
 from codemem.config import env_names as config_env_names
-from codemem.text_memories import Recalled, TextMemories
+from codemem.memoryarena import Recalled, TextMemories
 
 OK = "ok"
 _ENV_PREFIX = ENV_PREFIX + "MEMORYARENA_"

@@ -11,8 +11,8 @@ from api.admission import Admission
 from api.auth import require_api_key
 from api.bodies import decode_body
 from api.schemas import AddResponse, DeleteResponse, HealthResponse, SearchResponse
+from codemem.contract.types import AddRequest, SearchRequest
 from codemem.memory import Memory
-from codemem.models import AddRequest, SearchRequest
 
 
 def _memory(state: State) -> Memory:

@@ -1,11 +1,11 @@
 """Response bodies of the Add/Search contract. Request bodies are the core's own Structs
-(`codemem.models.AddRequest`, `SearchRequest`), which already mirror the contract."""
+(`codemem.contract.types.AddRequest`, `SearchRequest`), which already mirror the contract."""
 
 from __future__ import annotations
 
 import msgspec
 
-from codemem.models import Hit
+from codemem.contract.types import Hit
 
 
 class AddResponse(msgspec.Struct):

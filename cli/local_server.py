@@ -25,7 +25,7 @@ from types import FrameType
 import msgspec
 
 from codemem.config import Settings, is_object_storage
-from codemem.models import Hit, SearchRequest
+from codemem.contract.types import Hit, SearchRequest
 
 FILE_NAME = "server.json"
 HEALTH_TIMEOUT_S = 0.5

@@ -131,8 +131,8 @@ READ_ONLY = frozenset({"search", "memories"})
 def run() -> None:
     """The `codemem` command (console script and `python -m cli`): `main`, after which a
     read-only command's process ends at once. Tearing down the modules LanceDB imported
-    (thousands of pydantic classes and their validators) cost ~0.3 s of CPU at every exit,
-    measured, more than the search itself; a search has written nothing that needs it, and
+    (thousands of pydantic classes and their validators) costs more CPU at every exit than
+    the search itself; a search has written nothing that needs it, and
     its output is flushed first."""
     args = build_parser().parse_args()
     try:

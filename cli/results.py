@@ -13,8 +13,8 @@ import re
 import textwrap
 
 from codemem import times
+from codemem.contract.types import Hit, TextPart
 from codemem.experience.building.render import card_sections
-from codemem.models import Hit, TextPart
 
 _COMMIT = re.compile(r"Commit (?P<sha>[0-9a-f]{7,40}) by (?P<author>.+?) on (?P<date>\d{4}-\d{2}-\d{2})")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
@@ -62,7 +62,7 @@ def _commit_lines(hit: Hit, card: str, sha: str) -> list[str]:
         lines.append("files: " + _joined(files))
     if numbers:
         lines.append("refs: " + ", ".join(f"#{n}" for n in numbers))
-    if after := meta.get("after_release"):  # codemem/gitreleases.py
+    if after := meta.get("after_release"):  # codemem/git/releases.py
         lines.append(f"landed after release {after}")
     lines.append(f"open: git show {sha[:12]}")
     return lines

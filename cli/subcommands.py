@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from codemem.config import Settings, is_object_storage
-from codemem.models import SearchRequest
-from codemem.repo_id import git_top_level, repo_user_id
+from codemem.contract.types import SearchRequest
+from codemem.git.repo_id import git_top_level, repo_user_id
 
 if TYPE_CHECKING:
-    # Imported where used: it loads LanceDB (~2 s), and the Claude Code hook must answer
+    # Imported where used: it loads LanceDB (slow to import), and the Claude Code hook must answer
     # well inside the 1.5 s Claude Code gives a SessionEnd hook by default.
     from codemem.memory import Memory
 
@@ -86,7 +86,7 @@ def _missing(settings: Settings) -> bool:
 
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
-    # Imported here: urllib's HTTP client alone costs the hook ~0.1 s of start-up.
+    # Imported here: urllib's HTTP client alone is a noticeable share of the hook's start-up.
     from cli import local_server, results
 
     user_id = _user_id(args)
@@ -174,7 +174,7 @@ def delete_user(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def ingest_transcripts(settings: Settings, args: argparse.Namespace) -> int:
-    from codemem.ingest import ingest_transcripts as run
+    from codemem.importers.transcripts import ingest_transcripts as run
     from codemem.memory import Memory
 
     user_id = _user_id(args)
@@ -202,7 +202,7 @@ def _where(places: list[str], total: int) -> str:
 
 
 def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
-    from codemem.ingest import ingest_git as run
+    from codemem.importers.git import ingest_git as run
     from codemem.memory import Memory
 
     top = git_top_level(args.repo)

@@ -34,14 +34,14 @@ class Settings:
     embed_max_tokens: int = 256
     # A session's card is always embedded (its task: later tasks are compared with it). Its
     # steps and raw messages are BM25- and reference-indexed, and embedded only when these
-    # are on: on a 2-core CPU the model reads ~25 short texts/s, and embedding every step
-    # takes 70% of an Add's time (300 trajectories: ~4,800 steps).
+    # are on: embedding every step would take most of an Add's time on a small CPU
+    # (eval/README.md, "One Add's reads").
     embed_steps: bool = False
     embed_messages: bool = False
-    # A query's first 64 tokens cost ~30 ms to embed on a 2-core CPU, 128 tokens ~50 ms.
+    # A query's opening says what it asks; embedding costs grow with its length.
     query_max_tokens: int = 64
     # One text at a time (a query, a single card) runs through ONNX Runtime: the same vector
-    # (checked at start-up) in ~21 ms instead of ~35 ms at 64 tokens on one core.
+    # (checked at start-up), with less per-operator overhead than torch (`onnx_encoder.py`).
     onnx_queries: bool = True
     # Writes: concurrent Adds are joined into one LanceDB commit of at most this many rows.
     write_batch_rows: int = 4096
@@ -51,17 +51,15 @@ class Settings:
     refresh_quiet_s: float = 2.0
     # Background maintenance: every compact_interval_s, compact and fold new rows into the
     # indexes once compact_min_writes commits piled up (or writes went quiet). Every commit
-    # adds a fragment that each filtered query opens: at a few hundred, an Add's lookups cost
-    # ~25 ms each instead of ~2 ms (measured ingesting git history).
-    # Every second: a round costs 0.1-0.2 s of CPU at 20k rows since it leaves large
-    # fragments and full-text index segments alone, and fewer loose fragments make the
-    # Adds' merges and the Searches cheaper (`eval.load` 32 + 64 single-message clients at
-    # 20k rows: 86-97 ms of CPU per answer against 108 ms every 3 s; eval/README.md).
+    # adds a fragment that each filtered query opens, so a few hundred make every Add's
+    # lookups dearer. Every second: a round is cheap since it leaves large fragments and
+    # full-text index segments alone, and fewer loose fragments make the Adds' merges and
+    # the Searches cheaper (`eval.load`; eval/README.md, "Compaction at 20k rows").
     compact_interval_s: float = 1.0
     compact_min_writes: int = 50
     # A store past either bound is compacted whatever the commit count says, at start-up
-    # too: a server restarted on a store left un-compacted (63 fragments, 2,961 rows outside
-    # the full-text index after a bulk import) answered Searches 3-4x slower until then.
+    # too: a server restarted on a store a bulk import left un-compacted answers Searches
+    # slower until then (`eval.restart`).
     compact_max_small_fragments: int = 8
     compact_max_unindexed_rows: int = 500
     # Requests in flight past which the service answers 503 with Retry-After (0 = no bound);
@@ -69,14 +67,11 @@ class Settings:
     max_inflight_adds: int = 256
     max_inflight_searches: int = 1024
     # Admitted Adds (Searches) worked on at once, each kind on threads of its own, the
-    # others waiting their turn holding no thread (0: anyio's shared pool of 40). Swept on
-    # this project's 2-core machine at issue 18's setting (`eval.load`, 32 Add + 64 Search
-    # single-message clients at 20k rows; eval/README.md "Worker threads per kind"): in the
-    # shared pool the waiting Searches hold most threads, so few Adds share a group commit
-    # (15 Adds/s, 19 Searches/s); Searches on 8-40 threads of their own leave Adds the
-    # whole pool (43-56 Adds/s) but get only 11-16 Searches/s; 16 Add and 32 Search threads
-    # gave 33.2 and 32.6 Adds/s with 17.7 and 18.5 Searches/s. Adds alone (32 clients)
-    # then go slower than in the shared pool (111 Adds/s there). A machine with more cores
+    # others waiting their turn holding no thread (0: anyio's shared pool of 40). In the
+    # shared pool the waiting Searches hold most threads, so few Adds share a group commit;
+    # Searches on a few threads of their own leave Adds the whole pool but starve
+    # themselves. These two sizes balance the kinds under mixed load on a 2-core machine
+    # (`eval.load`; eval/README.md, "Worker threads per kind"); a machine with more cores
     # may want more of both.
     add_threads: int = 16
     search_threads: int = 32

@@ -1,6 +1,6 @@
 """Text embedders. The default is the offline packaged all-MiniLM-L6-v2 model.
 
-sentence-transformers takes ~10 s to import, so it is imported on first use, never at
+sentence-transformers takes seconds to import, so it is imported on first use, never at
 module import: start-up paths that do not embed (the CLI's help, `purge`) stay fast.
 """
 
@@ -82,8 +82,8 @@ def _load_minilm(threads: int) -> SentenceTransformer:
             # that is not structured (and is noise in a log file).
             transformers.utils.logging.disable_progress_bar()
 
-            # One intra-op thread by default: with two, a single query's latency swings from
-            # 40 ms to over 500 ms whenever anything else wants a core (measured on 2 cores).
+            # One intra-op thread by default: with two, a single query's latency swings by an
+            # order of magnitude whenever anything else wants a core.
             torch.set_num_threads(threads)
 
             path = str(_model_dir())
@@ -103,7 +103,10 @@ class MiniLMEmbedder:
 
     @property
     def loaded(self) -> bool:
-        """Ready for requests: the model, and the query encoder where one is wanted."""
+        """Ready for requests: the checked query encoder where one is wanted (torch then
+        need not be loaded at all), else the model."""
+        if self.onnx_queries and MINILM_NAME in _CHECKED and _ONNX.get(MINILM_NAME) is not None:
+            return True
         return MINILM_NAME in _MODELS and (not self.onnx_queries or MINILM_NAME in _ONNX)
 
     @property
@@ -119,9 +122,12 @@ class MiniLMEmbedder:
         return _load_minilm(self.threads)
 
     def warm(self) -> None:
-        """The model, and for a server its one-text ONNX encoder (codemem/onnx_encoder.py):
-        the cached one when it still gives torch's vectors, else exported (~2 s) and cached.
+        """For a server, its ONNX encoder (codemem/onnx_encoder.py): the cached one when it
+        gives the probe vector torch gave when it was exported, with no torch loaded at all;
+        else the model, and the encoder checked against it, or exported and cached.
         Until it is ready, and where it cannot be had, queries run on torch."""
+        if self.onnx_queries and self._take_up_checked_cache():
+            return
         self.load()
         if not self.onnx_queries:
             return
@@ -136,12 +142,26 @@ class MiniLMEmbedder:
             _CHECKED.add(MINILM_NAME)
             cached = _ONNX.get(MINILM_NAME) or self._cached_encoder()
             if cached is not None and cached.matches(reference):
+                cached.save(query_encoder_path())  # its probe vector: the next process needs no torch
                 _ONNX[MINILM_NAME] = cached
                 return
             encoder = OnnxEncoder.export(_MODELS[MINILM_NAME], self.threads, reference=reference)
             if encoder is not None:
                 encoder.save(query_encoder_path())
             _ONNX[MINILM_NAME] = encoder
+
+    def _take_up_checked_cache(self) -> bool:
+        """Whether the cached encoder is in and gives its saved probe vector (taken up here);
+        torch is not imported for it."""
+        with _EXPORT_LOCK:
+            if MINILM_NAME in _CHECKED:
+                return _ONNX.get(MINILM_NAME) is not None
+            cached = _ONNX.get(MINILM_NAME) or self._cached_encoder()
+            if cached is None or not cached.matches_saved(query_encoder_path()):
+                return False
+            _ONNX[MINILM_NAME] = cached
+            _CHECKED.add(MINILM_NAME)
+            return True
 
     def ready(self) -> bool:
         """The model is loaded, or the checked query encoder is in (a cached one is taken up
@@ -182,9 +202,8 @@ class MiniLMEmbedder:
         return OnnxEncoder.load(query_encoder_path(), _model_dir() / "tokenizer.json", self.threads)
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
-        """Through the checked ONNX encoder where it is in (the same vectors as torch's, to
-        ~2e-7; 256 ripgrep cards at 64 tokens in 2.9-3.3 s of CPU against torch's 3.6 s),
-        else torch's forward pass run directly: tokenised
+        """Through the checked ONNX encoder where it is in (torch's vectors to rounding, for
+        less CPU), else torch's forward pass run directly: tokenised
         with truncation here, so it changes no state on the shared model (its
         max_seq_length) and a one-text query never waits behind an Add's batch. Torch
         batches of several texts take a lock, since torch already spreads one over every core.
@@ -220,11 +239,11 @@ class MiniLMEmbedder:
         return out
 
     def fingerprints(self, texts: list[str], max_tokens: int) -> list[str]:
-        """Tokenising is ~100x cheaper than a forward pass; a card whose first max_tokens
+        """Tokenising is far cheaper than a forward pass; a card whose first max_tokens
         tokens did not change keeps its vector. Through the query encoder's tokenizer where
         it is in (the same ids as torch's), so that an Add served by the cached encoder never
         waits for torch to load: on a new store, a model load starved of the GIL by Searches
-        held every Add for as long as the Searches came (issue 29)."""
+        held every Add for as long as the Searches came."""
         if not texts:
             return []
         clipped = [_prefix_for_tokenizer(t, max_tokens) for t in texts]

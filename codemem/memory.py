@@ -18,14 +18,14 @@ from typing import TypeVar
 import msgspec
 import numpy as np
 
-from codemem import answer, ids, inventory, sessions
-from codemem.add_leader import AddLeader
+from codemem import sessions
 from codemem.config import Settings
-from codemem.content import validate_add, validate_search
+from codemem.contract.types import AddRequest, AddResult, Hit, Message, SearchRequest
+from codemem.contract.validation import validate_add, validate_search
 from codemem.embedding import Embedder, make_embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION, Experience
-from codemem.models import AddRequest, AddResult, Hit, Message, SearchRequest
+from codemem.ranking import answer
 from codemem.ranking.assemble import group_by_session
 from codemem.ranking.card_indexes import CardIndexes
 from codemem.ranking.fields import FieldIndex, field_matches
@@ -45,13 +45,16 @@ from codemem.ranking.rrf import rrf
 from codemem.ranking.strategy import rank_sessions
 from codemem.ranking.subjects import SubjectIndex
 from codemem.ranking.types import Candidate
-from codemem.refresher import SessionRefresher
+from codemem.store import inventory
+from codemem.store import short_ids as ids
 from codemem.store.lance import Store
 from codemem.store.maintenance import Bounds, Compactor
 from codemem.store.schema import RESULT_COLUMNS, Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
 from codemem.timeline import turns
 from codemem.timeline.index import DialogueIndex
+from codemem.writing.add_leader import AddLeader
+from codemem.writing.session_refresher import SessionRefresher
 from parsers import exact_terms
 
 log = logging.getLogger(__name__)
@@ -118,7 +121,7 @@ class Memory:
 
     def add(self, req: AddRequest, experience: Experience | None = None) -> AddResult:
         """Store one chunk durably, with its session's rebuilt experience, in one commit:
-        here, or with several server workers in the worker that runs them all (`add_leader`)."""
+        here, or with several server workers in the worker that runs them all (`writing.add_leader`)."""
         if experience is None and self._leader is not None:
             return self._leader.add(req)
         return self._add_here(req, experience)
@@ -301,9 +304,8 @@ class Memory:
     def _embed_messages(self, rows: list[Row]) -> None:
         """Give message rows that have none a vector. A conversation's messages are each
         embedded: there the answer to a question is one turn, said in other words than the
-        question's (LoCoMo dev, `python -m eval.locomo`: evidence recall within the first
-        2k tokens 0.80, BM25 over single turns 0.68; on conv-30 alone 0.84 with the turns
-        embedded, 0.67 without), while a coding session's messages stay BM25-only
+        question's (`python -m eval.locomo`; eval/README.md), while a coding session's
+        messages stay BM25-only
         (`Settings.embed_messages`: embedding them is most of an Add's cost)."""
         todo = [r for r in rows if r.vector is None and r.kind == "message" and r.text.strip()]
         for r, v in zip(todo, self.embedder.embed([r.text for r in todo], self.settings.embed_max_tokens), strict=True):
@@ -374,7 +376,7 @@ class Memory:
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
         dialogue = self._dialogue.get(key_of(req.user_id), lambda: self.store.user_rows(
-            key_of(req.user_id), "card", ["session_key", "session_id", "metadata", "timestamp"]), self.store.version())
+            key_of(req.user_id), "card", ["session_key", "session_id", "metadata", "timestamp"]), self.store.changes())
         if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
             return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
@@ -405,7 +407,7 @@ class Memory:
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
         # The card indexes are read from the user's cards, once when several need a read.
-        version = self.store.version()
+        version = self.store.changes()
         cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
         index = self._pool.submit(self._locations.get, user_key, cards, version)
         subjects = self._pool.submit(self._subjects.get, user_key, cards, version)
@@ -465,7 +467,7 @@ class Memory:
 
         `ref` is any id a Search returned (card, step or message) or a session_id, so a
         reader can open the experience behind any item it was shown; or a unique prefix of
-        one, or of a commit's SHA, as people are shown them (`codemem.ids`)."""
+        one, or of a commit's SHA, as people are shown them (`codemem.store.short_ids`)."""
         if not user_id or not ref:
             raise InvalidInput("user_id and id must be non-empty strings")
         named = [c.fields for c in self.store.by_ids([ref]) if c.fields["user_id"] == user_id]

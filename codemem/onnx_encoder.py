@@ -1,17 +1,18 @@
 """The embedding model's forward pass for one text, run by ONNX Runtime.
 
 A Search embeds one short text, and on one CPU core torch's eager mode spends much of that
-on per-operator overhead: ONNX Runtime runs the same graph at 64 tokens in 21 ms against
-35 ms (measured on the related-task queries). The graph is exported from the loaded model
-at start-up, in memory (about 2 s), and checked against torch on a probe text: a vector
-that differs (the export of torch's fused attention did, by up to 0.07 per component) means
-no ONNX path, never a different vector. Batches (an Add's cards and steps, an import's
-cards) run on the same checked graph (`embed_many`): 10-20% less CPU than torch's batches, and
-the import's converter process embeds with it, without torch (``codemem/ingest.py``).
+on per-operator overhead, which ONNX Runtime running the same graph does not. The graph is
+exported from the loaded model at start-up, in memory, and checked against torch on a probe
+text: a vector that differs (the export of torch's fused attention did) means no ONNX path,
+never a different vector. Batches (an Add's cards and steps, an import's cards) run on the
+same checked graph (`embed_many`), for less CPU than torch's batches, and the import's
+converter process embeds with it, without torch (``codemem/importers/git.py``).
 
-A checked export is also saved to a cache file keyed by the model's files, so a process that
-only searches (`codemem search`, the MCP server's first call) loads it with ONNX Runtime and
-the `tokenizers` library alone, with no torch import: ~0.3 s instead of ~10 s.
+A checked export is also saved to a cache file keyed by the model's files, with torch's
+vector of the probe text beside it, so any later process (a server's start included) loads it
+with ONNX Runtime and the `tokenizers` library alone and checks it against that saved vector,
+with no torch import, whose seconds would hold the GIL from the requests a new server is
+already answering.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class OnnxEncoder:
         self._tokenizer = tokenizer
         self._graph = graph
         self._lock = threading.Lock()  # a `tokenizers.Tokenizer`'s truncation is its state
+        self._reference: np.ndarray | None = None  # torch's probe vector, once checked against it
 
     @classmethod
     def export(cls, model: SentenceTransformer, threads: int,
@@ -78,28 +80,45 @@ class OnnxEncoder:
             log.warning("cached ONNX query encoder %s unreadable", graph_path, exc_info=True)
             return None
 
+    def matches_saved(self, graph_path: Path) -> bool:
+        """Whether this encoder gives the probe vector that torch gave when the graph at
+        `graph_path` was exported and checked (False where none was saved with it)."""
+        try:
+            saved = np.load(_reference_path(graph_path))
+        except (OSError, ValueError):
+            return False
+        return self.matches(lambda text, max_tokens: saved)
+
     def matches(self, reference: Callable[[str, int], np.ndarray]) -> bool:
         """Whether this encoder gives torch's vector on the probe text (logged when not)."""
         try:
-            drift = float(np.abs(self.embed_one(_PROBE, 256) - reference(_PROBE, 256)).max())
+            expected = reference(_PROBE, 256)
+            drift = float(np.abs(self.embed_one(_PROBE, 256) - expected).max())
         except Exception:  # noqa: BLE001 - torch serves every query then
             log.warning("ONNX query encoder unavailable; queries are embedded by torch", exc_info=True)
             return False
         if drift > _TOLERANCE:
             log.warning("ONNX query encoder differs from torch by %.2g; queries are embedded by torch", drift)
             return False
+        self._reference = expected
         return True
 
     def save(self, path: Path) -> None:
-        """Keep the exported graph for processes that will not load torch (atomic write; a
-        failure is logged and costs only the next process's export)."""
-        if self._graph is None:
-            return
+        """Keep the exported graph, and the probe vector it was checked against, for
+        processes that will not load torch (atomic writes; a failure is logged and costs
+        only the next process's torch load)."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(self._graph)
-            os.replace(tmp, path)
+            if self._graph is not None:
+                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                tmp.write_bytes(self._graph)
+                os.replace(tmp, path)
+            if self._reference is not None:  # after the graph: a reference never names an older one
+                probe = _reference_path(path)
+                tmp = probe.with_name(f"{probe.name}.{os.getpid()}.tmp")
+                with open(tmp, "wb") as f:
+                    np.save(f, self._reference)
+                os.replace(tmp, probe)
         except OSError:
             log.warning("could not cache the ONNX query encoder at %s", path, exc_info=True)
 
@@ -147,6 +166,11 @@ class OnnxEncoder:
                     for name, attr in zip(_INPUTS, ("ids", "attention_mask", "type_ids"), strict=True)}
         features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="np")
         return {name: features[name].astype(np.int64) for name in _INPUTS}
+
+
+def _reference_path(graph_path: Path) -> Path:
+    """Where torch's probe vector is kept beside a saved graph."""
+    return graph_path.with_name(graph_path.name + ".probe.npy")
 
 
 def _export(model: SentenceTransformer) -> bytes:

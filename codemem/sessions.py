@@ -20,9 +20,9 @@ import msgspec
 import numpy as np
 
 from codemem import times
+from codemem.contract.types import ContentPart, Message
 from codemem.embedding import Embedder
 from codemem.experience.types import CONVERSATION, Experience
-from codemem.models import ContentPart, Message
 from codemem.store.lance import Store
 from codemem.store.locks import Locks
 from codemem.store.schema import Row, key_of
@@ -95,8 +95,8 @@ class StateCache:
     """The state of recently written sessions, so an Add reads nothing of the store first.
 
     An Add read its session's state (message count, derived rows) and whether its request
-    was stored before: two or three store queries, ~30-50 ms of LanceDB's CPU on a table
-    that single-message Adds keep fragmented, most of an Add's reading (issue 18). Here
+    was stored before: two or three store queries, dear on a table that single-message Adds
+    keep fragmented, and most of an Add's reading (eval/README.md, "One Add's reads"). Here
     what this process read or wrote of a session is kept, and kept current by its own
     writes. Every writer of a session, in any process, holds the session's lock and raises
     the lock file's generation before it writes (`writing`); an entry is used only while
@@ -291,8 +291,8 @@ def experience_rows(
     A card with no task (no user text in the session yet: a stream that starts mid-session)
     embeds its whole text, which every Add changes; with `defer_untasked` it keeps its stored
     vector instead (`Derived.vector_deferred`), so such a session costs one embedding when it
-    goes quiet rather than one per Add (a model pass over 256 tokens, ~90 ms of CPU on a
-    2-core machine, ran on every such Add; issue 18). With `defer_vectors` (the model is not
+    goes quiet rather than one per Add (a model pass over its whole text, as dear as the
+    Add itself). With `defer_vectors` (the model is not
     loaded yet) nothing is embedded: the card keeps its stored vector, or has none, and the
     session's quiet-time refresh embeds it."""
     card = experience.card
@@ -353,8 +353,8 @@ def experience_rows(
 
 def _changed(steps: list[Row], stored: list[dict[str, object]]) -> list[Row]:
     """The step rows that are new or differ from their stored copy. A rebuild after an Add
-    changes the last steps at most, and the store's merge costs by the rows it writes: a card
-    with 11 steps 30-39 ms of CPU, the card alone 16-24 ms (issue 18). Each step's metadata
+    changes the last steps at most, and the store's merge costs by the rows it writes (a card
+    with its steps about twice the card alone). Each step's metadata
     keeps a digest of what it stores (`h`) to compare with."""
     held = {r["id"]: msgspec.json.decode(str(r["metadata"])).get("h") for r in stored if r["kind"] == "step"}
     out = []

@@ -1,21 +1,24 @@
 """What every result file under eval/results/ records about how it was made: the exact
 command, the UTC date, the git commit and whether the tree differed from it, and the
-machine (cores, platform, memory, load). One helper, used by every eval script.
+machine (cores, platform, memory, load); and the one writer of result files.
 
-    prov = provenance("eval.latency", argv)      # at the start of a run
-    result["provenance"] = finish(prov)          # at the end: load and wall time added
+    prov = provenance("eval.load.latency", argv)      # at the start of a run
+    write_result(out, result, prov)                  # at the end: load and wall time added
 """
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 from eval._paths import REPO_ROOT
 
@@ -105,3 +108,20 @@ def header(prov: dict[str, object]) -> str:
              else " + uncommitted files outside the service" if prov.get("git_dirty") else "")
     return (f"{prov['date_utc']}, git {head}{dirty}, {m['cpu_count']} cores, {m['memory_gb']} GB, "  # type: ignore[index]
             f"load {m['loadavg_at_start'][0]}")  # type: ignore[index]
+
+
+def write_result(path: Path | str, result: dict[str, Any], prov: dict[str, object], *,
+                 markdown: Callable[[dict[str, Any]], str] | None = None, indent: int = 2) -> Path:
+    """Write one run's result: `result` with its finished provenance as JSON at `path` and,
+    given `markdown`, its report (built from the result, provenance included) beside it as
+    `.md`. The provenance leads the file and is also set in `result`. The one way every eval
+    command writes, so every file carries the same record."""
+    rest = {k: v for k, v in result.items() if k != "provenance"}
+    result.clear()
+    result.update({"provenance": finish(prov), **rest})
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=indent, default=str) + "\n")
+    if markdown is not None:
+        out.with_suffix(".md").write_text(markdown(result))
+    return out

@@ -10,7 +10,7 @@ foreground instead. A bad payload is a one-line error on stderr and exit status 
 Claude Code shows and otherwise ignores (status 2 would make a Stop hook keep Claude going).
 
 Ingestion is idempotent: only the messages after those the session already holds are added
-(`codemem.ingest`), under request ids that name their message range, so a second run for
+(`codemem.importers.transcripts`), under request ids that name their message range, so a second run for
 one session (a Stop, then SessionEnd) adds nothing twice. Runs also take turns on a file
 lock, so they queue rather than compete for the CPU and the store.
 """
@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, BinaryIO
 import msgspec
 
 from codemem.config import Settings, is_object_storage
-from codemem.repo_id import repo_user_id
+from codemem.git.repo_id import repo_user_id
 
 if TYPE_CHECKING:
     from codemem.embedding import Embedder
-    from codemem.ingest import IngestReport
+    from codemem.importers.report import IngestReport
 
 STDIN_TIMEOUT_S = 10.0  # Claude Code writes the payload at once; a silent stdin is a mistake
 MAX_PAYLOAD_BYTES = 1 << 20
@@ -118,7 +118,7 @@ def parse_payload(raw: bytes) -> HookPayload:
 def ingest(settings: Settings, payload: HookPayload, embedder: Embedder | None = None) -> tuple[str, IngestReport]:
     """Add the transcript's new messages to the memory of `cwd`'s repository."""
     from codemem.errors import CodememError
-    from codemem.ingest import ingest_transcripts
+    from codemem.importers.transcripts import ingest_transcripts
     from codemem.memory import Memory
 
     user_id = repo_user_id(payload.cwd)

@@ -1,12 +1,12 @@
 """`codemem mcp`: the memory as MCP tools, over stdio (the agent starts the server) or
 streamable HTTP, calling the same `Memory` as the HTTP service.
 
-The server answers the MCP handshake at once: the Memory (LanceDB takes ~2 s to import) and
+The server answers the MCP handshake at once: the Memory (LanceDB is slow to import) and
 the query encoder are opened on a background thread, and the first tool call waits for what
 is left. A search needs only the ONNX query encoder that an earlier export cached
-(`codemem.onnx_encoder`, ~0.3 s, no torch); the model itself (~10 s) is loaded at start-up
+(`codemem.onnx_encoder`, quick to load, no torch); the model itself (slow) is loaded at start-up
 only when no such encoder is cached, else by the first tool call that stores something. A tool given no `user_id` uses the memory of the
-repository the server was started in (`codemem.repo_id`), so "this repository's memory"
+repository the server was started in (`codemem.git.repo_id`), so "this repository's memory"
 needs no configuration.
 """
 
@@ -29,9 +29,9 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.errors import CodememError
-from codemem.models import AddRequest, Message, SearchRequest
-from codemem.repo_id import repo_user_id
+from codemem.git.repo_id import repo_user_id
 from integrations import mcp_text
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
         """Import a repository's git history, one experience per change (a commit, or a merged
         pull request with its commits: messages and diff), so later searches find how past
         changes were made. Changes stored before are skipped."""
-        from codemem.ingest import ingest_git
+        from codemem.importers.git import ingest_git
 
         repo = str(Path(cwd, path).expanduser().resolve())
         user = user_id or repo_user_id(repo)

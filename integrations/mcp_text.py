@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from codemem import times
-from codemem.models import Hit, TextPart
+from codemem.contract.types import Hit, TextPart
 
 
 def search_answer(hits: list[Hit], user_id: str) -> str:

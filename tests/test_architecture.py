@@ -6,6 +6,10 @@
 `integrations/` are its edges (HTTP, MCP, the Claude Code hook), and `cli/` is the
 composition root that joins them. Every import counts, whether at module level, inside a
 function or under `TYPE_CHECKING`: a lazy import of an edge is still a dependency on it.
+
+Inside the core the rooms are layered too: `contract` (the Add/Search values) needs nothing
+else, `store` nothing of what builds or ranks what it keeps, `git` reads history without
+storing it, and only `importers` (and the edges) call an importer.
 """
 
 from __future__ import annotations
@@ -67,6 +71,16 @@ def _imports(name: str, path: Path) -> set[str]:
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
+def _reaches(prefix: str, targets: tuple[str, ...]) -> list[str]:
+    """Each edge from a module under `prefix` to a module under one of `targets`."""
+    def under(m: str, p: str) -> bool:
+        return m == p or m.startswith(p + ".")
+    return sorted(
+        f"{m} -> {d}" for m, deps in GRAPH.items() if under(m, prefix)
+        for d in deps if any(under(d, t) for t in targets)
+    )
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_imports_point_inward(module: str) -> None:
     package = module.split(".")[0]
@@ -125,9 +139,43 @@ def test_recognising_transcripts_needs_nothing_of_building_experiences() -> None
     assert not inward, inward
 
 
+def test_reading_git_needs_no_storage() -> None:
+    """`codemem.git` reads history into experiences; storing them is the importers' job
+    (`codemem.importers`), so the reading side stays usable on a repository alone."""
+    storing = ("codemem.store", "codemem.memory", "codemem.sessions", "codemem.importers")
+    assert not _reaches("codemem.git", storing)
+
+
+def test_nothing_in_the_core_depends_on_an_importer() -> None:
+    """`Memory` and the ranking know no importer, so an import is one more caller of Add,
+    never a path of its own."""
+    core = sorted({m.split(".")[1] for m in MODULES if m.startswith("codemem.")} - {"importers"})
+    assert not [edge for part in core for edge in _reaches(f"codemem.{part}", ("codemem.importers",))]
+
+
+def test_the_store_knows_nothing_above_it() -> None:
+    """`codemem.store` keeps rows (and reads them back for people: inventory, short ids);
+    what builds, ranks, imports or schedules them sits above it."""
+    above = ("codemem.memory", "codemem.sessions", "codemem.experience", "codemem.git",
+             "codemem.importers", "codemem.writing", "codemem.embedding", "codemem.memoryarena")
+    assert not _reaches("codemem.store", above)
+
+
+def test_the_contract_is_the_bottom_of_the_core() -> None:
+    """`codemem.contract` (the Add/Search values and their checks) is what every other part
+    and every edge shares, so it needs nothing of theirs but the error hierarchy."""
+    others = sorted({m for m in MODULES if m.startswith("codemem.")}
+                    - {m for m in MODULES if m.startswith("codemem.contract")} - {"codemem.errors"})
+    assert not _reaches("codemem.contract", tuple(others))
+
+
 def test_the_graph_sees_the_known_edges() -> None:
     """A guard on the test itself: it resolves imports to the modules they name."""
     assert "codemem.memory" in GRAPH["api.app"] or "codemem.memory" in GRAPH["api.routes"]
     assert "cli.subcommands" in GRAPH["cli.main"]
     assert "parsers.paths" in GRAPH["parsers.terms"]
     assert "codemem.experience.recognising.events" in GRAPH["codemem.experience.building.tracker"]
+    assert "codemem.git.records" in GRAPH["codemem.git.log"]
+    assert "codemem.importers.report" in GRAPH["codemem.importers.git"]
+    assert "codemem.store.short_ids" in GRAPH["codemem.memory"]
+    assert "codemem.contract.types" in GRAPH["codemem.contract.validation"]

@@ -1,4 +1,5 @@
-"""The README documents every CLI command, every setting and every endpoint."""
+"""The README documents every CLI command, every setting and every endpoint; docs/results.md
+is what the result files give; the eval commands the docs name exist."""
 
 from __future__ import annotations
 
@@ -38,3 +39,47 @@ def _paths() -> list[str]:
 @pytest.mark.parametrize("path", _paths())
 def test_every_endpoint_is_in_the_readme(path: str) -> None:
     assert path.replace("{user_id:path}", "{user_id}") in README
+
+
+ROOT = Path(__file__).resolve().parents[1]
+EVAL_DOCS = ("README.md", "eval/README.md", "Makefile", "train/ranker/README.md")
+
+
+def test_the_results_page_is_what_the_result_files_give() -> None:
+    from eval.render import PAGE, render_results, results_part
+
+    assert results_part(PAGE.read_text()) == results_part(render_results()), (
+        "docs/results.md is out of date: run python -m eval.render")
+
+
+def test_every_result_file_and_figure_has_a_known_label() -> None:
+    from eval.figures import FIGURES, FILE_LABELS, LABELS
+    from eval.render import result_files
+
+    assert {p.name for p in result_files()} == set(FILE_LABELS)
+    assert {f.label_of() for f in FIGURES} | set(FILE_LABELS.values()) <= set(LABELS)
+
+
+def test_the_readme_points_at_the_generated_results() -> None:
+    assert "docs/results.md" in README
+
+
+@pytest.mark.parametrize("doc", EVAL_DOCS)
+def test_every_eval_command_in_the_docs_names_a_module(doc: str) -> None:
+    import importlib.util
+    import re
+
+    modules = set(re.findall(r"python -m (eval(?:\.\w+)+)", (ROOT / doc).read_text()))
+    assert [m for m in sorted(modules) if importlib.util.find_spec(m) is None] == []
+
+
+def test_every_result_file_the_readme_names_exists() -> None:
+    import re
+
+    named = set(re.findall(r"eval/results/([\w./-]+\.(?:json|md|png))", README))
+    assert [n for n in sorted(named) if not (ROOT / "eval" / "results" / n).exists()] == []
+
+
+def test_the_readme_stays_a_users_guide() -> None:
+    # What a user needs fits in ~300 lines; measurements live in docs/results.md and eval/README.md.
+    assert len(README.splitlines()) <= 300

@@ -17,7 +17,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
-from api.ui import views
+from api.ui import filters
 from api.ui.access import UI_PATH, csrf_config, share_secret
 from api.ui.answers import Answers
 from api.ui.pages import LoginController, UiController, error_page, expired_form, to_login
@@ -39,8 +39,8 @@ HEADERS = [
 
 
 def _register(engine: JinjaTemplateEngine) -> None:
-    engine.engine.filters.update(views.FILTERS)
-    engine.engine.globals.update(views.GLOBALS)
+    engine.engine.filters.update(filters.FILTERS)
+    engine.engine.globals.update(filters.GLOBALS)
 
 
 def template_config() -> TemplateConfig[JinjaTemplateEngine]:

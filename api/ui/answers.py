@@ -9,7 +9,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from codemem.models import Hit
+from codemem.contract.types import Hit
 
 
 @dataclass(frozen=True)

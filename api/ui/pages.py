@@ -21,9 +21,9 @@ from litestar.status_codes import HTTP_303_SEE_OTHER
 from api.admission import Admission
 from api.ui.access import COOKIE, UI_PATH, key_matches, require_login, session_token
 from api.ui.answers import Answer, Answers
+from codemem.contract.types import SearchRequest
 from codemem.errors import CodememError, NotFound
 from codemem.memory import Memory
-from codemem.models import SearchRequest
 from codemem.store.schema import key_of
 
 audit = logging.getLogger("codemem.audit")

@@ -3,7 +3,7 @@
 The code-location index (`locations.py`) and the commit-subject index (`subjects.py`) are
 each built from one user's card rows. Keyed by the store's version, as they were, every Add
 made the next Search re-read and re-parse all of the user's cards: most of a Search's Python
-time under mixed load (issue 18). Here each user's index is read once and then updated with
+time under mixed load. Here each user's index is read once and then updated with
 the cards this process commits (`put`); it is read again after rows are deleted (`forget`)
 and once it is `max_age_s` old, so cards another process wrote (a CLI import beside the
 server, another worker) count from then on.
@@ -51,7 +51,7 @@ IndexT = TypeVar("IndexT", bound=CardIndex)
 class _Held(Generic[IndexT]):
     index: IndexT
     built_at: float
-    version: int | None  # the store's version when its read began (None: not known)  # clock time of the read it was built from
+    version: int | None  # the store's change count when its read began (None: not known)
 
 
 class CardIndexes(Generic[IndexT]):
@@ -77,10 +77,10 @@ class CardIndexes(Generic[IndexT]):
     def get(self, user_key: str, read_cards: Callable[[], Iterable[Mapping[str, Any]]],
             version: int | None = None) -> IndexT:
         """The index of `user_key`; `read_cards()` returns its card rows from the store. With
-        the store's `version`, an index read at that same version is current however old it
-        is: nothing was written since, so a Search on a memory nobody writes to never reads
-        the cards again (re-reading them each `max_age_s` cost a Search on all 300 shared
-        trajectories ~20 ms at p95, `eval.restart`)."""
+        the store's change count (`Store.changes`) as `version`, an index read at that same
+        count is current however old it is: nothing was written since, so a Search on a
+        memory nobody writes to never reads the cards again (re-reading them each
+        `max_age_s` showed in a Search's tail latency, `eval.restart`)."""
         with self._lock:
             held = self._built.get(user_key)
             if held is not None and ((version is not None and held.version == version)

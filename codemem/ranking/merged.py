@@ -16,12 +16,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from codemem.models import Hit
+from codemem.contract.types import Hit
 from codemem.ranking.subjects import stems
 
 MAX_SHOWN = 3  # matched commits named per merge
 _QUERY_CHARS = 4_000  # of a long report, the opening says what it is about
-_LISTED = re.compile(r"^- ([0-9a-f]{7,40}) (.+)$", re.MULTILINE)  # gitlog's "Commits:" list
+_LISTED = re.compile(r"^- ([0-9a-f]{7,40}) (.+)$", re.MULTILINE)  # git.cards' "Commits:" list
 
 
 def matching_commits(query: str, merged: Sequence[Sequence[str]], limit: int = MAX_SHOWN) -> list[tuple[str, str]]:

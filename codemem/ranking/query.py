@@ -2,7 +2,7 @@
 
 Issue bodies run to thousands of words: templates ("Description", "Steps to reproduce"),
 environment lists, logs, tracebacks. Sent whole to BM25, every word is a posting list to
-merge (p95 140 ms at 20k items, against 16 ms for 48 words) and boilerplate votes as much
+merge (a tail latency many times a short query's) and boilerplate votes as much
 as the words that name the problem. The query keeps its code references and exact identifiers whole
 (for the references index, `parsers.exact`) and its MAX_WORDS most telling words: those of
 its code references first, then the words the text repeats, then the earliest.

@@ -95,18 +95,12 @@ class SearchConfig:
 
 # The fusion weights and k, the code-location weights, the relevance floor, the calibration
 # coefficients and the quiet threshold below were chosen by cross-validation across
-# repositories and then fitted on all 62 labelled dev tasks (django + sympy), noisy-all and
-# absent memories: `python -m eval.relevance_cv --data-dir DIR` on a
-# `python -m eval.replay --keep DIR` ingest of 2026-12-01 (at bd84143; the rerun in
-# `eval/results/relevance_cv.md` of 187bef9, "all tasks", differs in the coefficients'
-# second decimal). On the ingest of 2026-12-02, with quiet
-# answers of short cards (`eval/results/relevance_cv.md`): held out by repository hit@1 0.61,
-# hit@5 0.84, MRR 0.715, gold found for 57 of 62, gold share of the first 8k tokens 0.53,
-# absent/noisy-all tokens 0.49; these values (in-sample) 0.68 / 0.87 / 0.752, 56 of 62,
-# 0.57, 0.34. That ingest's own all-tasks fit differs in the fusion weights and gains one
-# task in sample; it was not taken, since the fusion weights also rank memories of commits
-# (past fixes), whose figures it would change unmeasured. The quiet threshold trades gold
-# share for quiet: the same file's `threshold_curve`.
+# repositories, then fitted on all the labelled dev tasks (django + sympy; noisy-all and
+# absent memories), so the shipped values are in-sample: `python -m eval.relevance_cv` on a
+# `python -m eval.replay --keep DIR` ingest; its held-out and in-sample figures are in
+# eval/README.md. A refit is taken only with the past fixes measured too, since the fusion
+# weights also rank memories of commits. The quiet threshold trades gold share for quiet
+# (relevance_cv's `threshold_curve`).
 DEFAULT_SEARCH = SearchConfig(
     candidates=200,
     lexical_weight=1.0,  # the unit the other weights are read in (not searched)
@@ -116,13 +110,10 @@ DEFAULT_SEARCH = SearchConfig(
     refs_weight=1.0,
     location_weight=1.0,
     location_mention_weight=0.25,
-    # Chosen by leave-one-repository-out cross-validation on past-fixes-dev's 21 tasks over
-    # ripgrep, caddy, lombok, preact and tokio (`python -m eval.past_fixes_cv --store DIR`;
-    # README "Past fixes"): these five in four folds of five, then the releases ranking's
-    # weight with them (6 in four of the five folds), the fit on all (shipped). Held out: hit@1
-    # 0.43, hit@5 0.67, MRR 0.523; in-sample 0.57 / 0.76 / 0.644 (without the releases
-    # ranking: held out 0.43 / 0.57 / 0.498, in-sample 0.52 / 0.62 / 0.592). They weigh
-    # nothing in a memory without commit experiences (agent sessions).
+    # Chosen by leave-one-repository-out cross-validation on the past-fixes dev tasks
+    # (`python -m eval.past_fixes_cv --store DIR`; figures in eval/README.md): these five
+    # first, then the releases ranking's weight with them, the fit on all tasks shipped
+    # (in-sample). They weigh nothing in a memory without commit experiences (agent sessions).
     title_weight=6.0,
     subject_weight=6.0,
     title_prose_words=10,
@@ -141,8 +132,7 @@ DEFAULT_SEARCH = SearchConfig(
     # absent answer (eval.relevance_cv): intercept, fused lead, BM25 lead, cosine, agreement.
     relevance_coefficients=(-3.3111, 2.7242, 0.8415, 1.1823, 0.593),
     # The threshold whose absent answers carry the fewest tokens against noisy-all's on the
-    # smoothed training curve (none reaches the 30% target on the training tasks;
-    # eval.relevance_cv).
+    # smoothed training curve (eval.relevance_cv).
     quiet_below=0.42,
     # A quiet answer names as many experiences as a loud one can hold (a reader still finds
     # what was there), but short: a short card of at most ~75 tokens for each, ~1k
@@ -153,8 +143,8 @@ DEFAULT_SEARCH = SearchConfig(
     # Room for all of that, and for a small memory's images after it.
     quiet_budget_tokens=8_000,
     # Enough that a reader whose window holds only the first ~8k tokens gets the best
-    # experience whole (replay: the gold share of the first 8k tokens is 0.55 at 60k
-    # characters against 0.39 at 24k, with the same hit@k).
+    # experience whole (the replay's gold share of those tokens grows with it at the same
+    # hit@k; eval/README.md).
     first_evidence_chars=60_000,
     evidence_chars=4_000,
     first_evidence_items=20,

@@ -2,7 +2,7 @@
 
 A report says which version it was seen in ("Lombok version: 1.18.16", "tokio: 0.2.18",
 "ripgrep 13.0.0", "since 2.8.2"); its fix landed after that release. Commit experiences
-carry the release they came after (`codemem.gitreleases`); this index holds it per
+carry the release they came after (`codemem.git.releases`); this index holds it per
 experience, and `reported` finds the report's version: the first one written after one of
 the project's names, else the first that is one of its releases (so "rustc 1.41.0" beside
 "tokio: 0.2.18" is read as tokio's 0.2.18). `Memory.signals` turns that into a ranking in
@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from codemem.git.versions import VERSION, parse_version
 from codemem.ranking.card_indexes import CardIndex
-from codemem.versions import VERSION, parse_version
 
 # A version in running text: not part of a longer dotted number (an IP address, a build id).
 _MENTION = re.compile(rf"(?<![\w.])v?({VERSION})(?![\w.]*\d)")

@@ -64,8 +64,8 @@ class Store:
 
         LanceDB can check for a newer version at every read (`read_consistency_interval`
         0), but a check lists the table's versions, a few thousand of them under a steady
-        stream of Adds (old versions are kept two minutes): at 1,513 versions a one-row read
-        took 4.5 ms of CPU with that check, 2.9 ms without (`eval.read_check`). On a local data
+        stream of Adds (old versions are kept two minutes), which makes every small read
+        markedly dearer (`eval.read_check`). On a local data
         directory every commit is counted instead, in a lock file all processes share
         (`Locks.count_commit`), and a read first compares that count, 8 bytes, with the one
         this process's handle is current at; it checks out the latest version only when
@@ -180,8 +180,8 @@ class Store:
     def upsert(self, rows: list[Row]) -> None:
         """One atomic commit: rows whose id exists are replaced, the others inserted.
 
-        (No `when_not_matched_by_source_delete`: it scans the whole table, ~70 ms at 50k
-        rows and growing; stale rows are deleted by id instead.)"""
+        (No `when_not_matched_by_source_delete`: it scans the whole table, a cost that grows
+        with it; stale rows are deleted by id instead.)"""
         if rows:
             self._commit(lambda: (
                 self.table.merge_insert("id")
@@ -231,17 +231,19 @@ class Store:
         """A query on this store's own table handle (so it sees every write this process
         committed), in LanceDB's async form. The sync query builders hop to LanceDB's event
         loop six to eight times a query, re-reading the table's schema on two of them; the
-        async form runs in one hop (`_run`): at 2k rows, FTS 4.2 against 7.9 ms of CPU, a
-        vector search 3.9 against 5.8 ms, a row read 3.8 against 4.9 ms (medians of five
-        alternating rounds, eval/README.md "One Search's CPU"). The handle is the sync
+        async form runs in one hop (`_run`), for less CPU on every kind of query
+        (eval/README.md, "One Search's CPU"). The handle is the sync
         table's own async table, which lancedb (pinned <0.41) keeps as `_table`."""
         self._fresh()
         return cast(lancedb.table.LanceTable, self.table)._table.query()
 
     @staticmethod
     def _run(query: AsyncQueryBase) -> list[dict[str, Any]]:
-        """The query's rows, run on LanceDB's background event loop in one hop."""
-        return cast(list[dict[str, Any]], LOOP.run(query.to_list()))
+        """The query's rows, run on LanceDB's background event loop in one hop. Its Arrow
+        result is turned into rows here, in the caller's thread: every query and every
+        commit of the process goes through that one loop thread, and rows converted there
+        (`to_list`) queued each commit behind every Search's Python work."""
+        return cast(list[dict[str, Any]], LOOP.run(query.to_arrow()).to_pylist())
 
     def holds_user(self, user_key: str) -> bool:
         """Whether the user has any row. A user seen holding rows is not looked up again
@@ -308,7 +310,7 @@ class Store:
         """Each user_id's stored bytes: text, parts, metadata and references, plus a vector
         for each row that has one. The lengths are computed in the scan, but the scan reads
         every text: seconds on a large table."""
-        import pyarrow.compute as pc  # ~0.3 s to import: only the storage figure needs it
+        import pyarrow.compute as pc  # slow to import: only the storage figure needs it
 
         vector_bytes = 4 * self.schema.field("vector").type.list_size
         columns: dict[str, Any] = {
@@ -352,14 +354,14 @@ class Store:
         """Compact small fragments, fold new rows into the indexes, drop old versions.
 
         Through Lance itself (`pylance`, the Lance that LanceDB is built on), not LanceDB's
-        `Table.optimize`, which cost 0.6-2.0 s of CPU a round on a 22k-row table, a round
-        every few seconds under load (issue 18): it compacts every fragment under a million
+        `Table.optimize`, too dear for a round every few seconds under load (eval/README.md,
+        "Compaction at 20k rows"): it compacts every fragment under a million
         rows, so once the tail compacted last time was indexed it rewrote the whole table
-        (43 MB) with the new one, and it merged new rows into every index, rewriting the two
-        full-text indexes whole (0.3 s and 0.6 s). Here fragments of `COMPACT_TARGET_ROWS`
+        with the new one, and it merged new rows into every index, rewriting the two
+        full-text indexes whole. Here fragments of `COMPACT_TARGET_ROWS`
         rows or more are left as they are, the scalar indexes (cheap) are merged as before,
         and new rows go into a new segment of each full-text index, merged into one once it
-        holds `MAX_INDEX_SEGMENTS` (a Search over three segments measured no dearer than over one).
+        holds `MAX_INDEX_SEGMENTS` (a Search over a few segments costs no more than over one).
 
         The rewrite of the small fragments holds the write lock (every process's writes wait
         for it, tens of milliseconds): LanceDB refuses a rewrite whose fragments an upsert
@@ -404,6 +406,13 @@ class Store:
     def version(self) -> int:
         self._fresh()
         return int(self.table.version)
+
+    def changes(self) -> int:
+        """A number that changes whenever anything is committed, by this process or another:
+        the shared commit count on a local data directory (8 bytes read, no round trip to
+        LanceDB's event loop), else the table's version."""
+        count = self.locks.commits.generation()
+        return self.version() if count is None else count
 
 
 class _UserPresence:

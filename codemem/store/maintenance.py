@@ -7,7 +7,7 @@ quiet (a round with no new commit) so the tail never lingers unindexed.
 
 A compaction rewrites fragments, and LanceDB refuses its commit when an upsert or delete
 touched one of them meanwhile: under a steady stream of Adds most rounds failed that way
-(10 of 15 while ingesting 20k messages) and fragments piled up. So the rewrite holds the
+and fragments piled up. So the rewrite holds the
 store's write lock (`Store.optimize`), briefly, and the index work runs alongside the
 writes; after a failure anyway the next round holds the lock throughout, so it always lands.
 

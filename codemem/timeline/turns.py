@@ -15,7 +15,7 @@ fused item score and its session's score, then:
   and `time_discount` for a question about when, first, last, before or after), so that an
   answer spanning sessions need not be filled from one; the default is no discount;
 - a question whose subject the memory seems not to hold (`present_probability`, fitted on
-  the dev questions by `python -m eval.timeline --calibrate`) gets a quiet answer: its
+  the dev questions by `python -m eval.quality.timeline --calibrate`) gets a quiet answer: its
   first few turns only, marked `quiet`;
 - each item is `[date] text`, with its relative dates resolved against the session's date
   and, where superseded, the session and date that replaced it (also in `metadata`).
@@ -33,7 +33,7 @@ import msgspec
 
 from codemem import times
 from codemem.clip import clip_middle
-from codemem.models import Hit
+from codemem.contract.types import Hit
 from codemem.ranking.shape import within_budget
 from codemem.ranking.types import Candidate
 from codemem.timeline.dates import day_of, resolve
@@ -56,7 +56,7 @@ time times kind sort thing things""".split())
 
 @dataclass(frozen=True)
 class TurnConfig:
-    """How turns are scored and chosen; `eval/timeline.py --calibrate` fits the quiet model."""
+    """How turns are scored and chosen; `python -m eval.quality.timeline --calibrate` fits the quiet model."""
 
     candidates: int = 150  # turns read and scored
     session_weight: float = 0.6  # the session's fused score's share beside the turn's own (each scaled to the best)
@@ -75,7 +75,7 @@ class TurnConfig:
     # Fitted by class-weighted logistic regression on the dev questions (the timeline
     # fixtures' dev projects and LoCoMo dev), the threshold by Youden's J on out-of-fold
     # probabilities, one project or conversation held out at a time
-    # (`python -m eval.timeline --calibrate`, eval/results/timeline-quiet.json).
+    # (`python -m eval.quality.timeline --calibrate`, eval/results/timeline-quiet.json).
     quiet_bias: float = -14.2132
     quiet_cosine: float = 29.9477
     quiet_coverage: float = 8.5626

@@ -31,12 +31,14 @@ ADD_BOUND_S = 6.0
 
 @pytest.fixture(scope="module")
 def cache_home(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Path:
-    """An XDG cache holding the checked ONNX query encoder, as any earlier start leaves it
-    (the warmed `embedder` saved it in the tests' own cache)."""
+    """An XDG cache holding the checked ONNX query encoder and the probe vector it was
+    checked against, as any earlier start leaves them (the warmed `embedder` saved both in
+    the tests' own cache): the server then never imports torch."""
     home = tmp_path_factory.mktemp("xdg-cache")
     target = query_encoder_path({"XDG_CACHE_HOME": str(home)})
     target.parent.mkdir(parents=True)
-    shutil.copyfile(query_encoder_path(), target)
+    for name in (target.name, target.name + ".probe.npy"):
+        shutil.copyfile(query_encoder_path().with_name(name), target.with_name(name))
     return home
 
 

@@ -12,7 +12,7 @@ from api.memoryarena import MemoryArenaSettings, memory_line, wrap_prompt
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
-from codemem.text_memories import Recalled
+from codemem.memoryarena import Recalled
 from tests.conftest import make_client
 
 SYSTEM = "codemem"

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from api.app import create_app
 from api.memoryarena import AddChunkBody, InitializeBody, WrapBody
 from codemem.config import Settings
-from codemem.models import AddRequest, SearchRequest
+from codemem.contract.types import AddRequest, SearchRequest
 from tests.server import Server
 
 BODIES: dict[tuple[str, str], type[msgspec.Struct]] = {

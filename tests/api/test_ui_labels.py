@@ -1,10 +1,10 @@
-"""How the pages label what they show (api/ui/views.py): counts with thousands separators,
+"""How the pages label what they show (api/ui/filters.py): counts with thousands separators,
 an experience named by its kind (a commit's steps are its diff, not "message 0"), a
 commit's subject as its headline with sha, author and size below it."""
 
 from __future__ import annotations
 
-from api.ui.views import (
+from api.ui.filters import (
     byline,
     count,
     headline,

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from codemem import add_leader
-from codemem.add_leader import AddLeader
+from codemem.contract.types import AddRequest, AddResult, Message
 from codemem.errors import InvalidInput
-from codemem.models import AddRequest, AddResult, Message
+from codemem.writing import add_leader
+from codemem.writing.add_leader import AddLeader
 
 
 def request(i: int) -> AddRequest:

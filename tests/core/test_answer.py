@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemem.answer import Shape, build
+from codemem.ranking.answer import Shape, build
 from codemem.ranking.assemble import FoundExperience
 from codemem.ranking.types import Candidate
 

@@ -11,9 +11,9 @@ import pytest
 from cli import subcommands
 from cli.main import build_parser, main, parse_age
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import pytest
 from cli import local_server
 from cli.main import main
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MiniLMEmbedder, query_encoder_path
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 from tests.server import Server
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from cli.results import format_hit
-from codemem.models import Hit
+from codemem.contract.types import Hit
 from integrations import mcp_text
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -3,8 +3,8 @@
 import msgspec
 
 from codemem.clip import clip, clip_middle
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
 from codemem.ranking.shape import within_budget
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import msgspec
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, SearchRequest
 from codemem.embedding import MiniLMEmbedder, query_encoder_path
 from codemem.memory import Memory
-from codemem.models import AddRequest, SearchRequest
 from codemem.store.schema import key_of
 from tests.conftest import add_body
 

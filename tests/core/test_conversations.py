@@ -4,8 +4,8 @@ question's), and answers the coding-fitted calibration does not silence."""
 
 from __future__ import annotations
 
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
 from codemem.ranking.recipes import DEFAULT_SEARCH
 
 MAY_8 = 1683553560000

@@ -76,7 +76,7 @@ def test_the_field_index_takes_a_sessions_new_card_in_place_of_its_old_one() -> 
 
 
 def test_a_search_matches_a_card_added_after_its_memorys_fields_were_read(memory) -> None:  # type: ignore[no-untyped-def]
-    from codemem.models import AddRequest, Message, SearchRequest
+    from codemem.contract.types import AddRequest, Message, SearchRequest
     from codemem.ranking.recipes import LEARNED_SEARCH
     from codemem.store.schema import key_of
 

@@ -1,15 +1,15 @@
 """The ids people are shown are the ids the core takes back: a unique prefix of 7 or more
 characters of a session id, of a commit's SHA or of an item id names its experience
-(codemem/ids.py), in `Memory.experience` (MCP's get_experience) and `experience_record`
+(codemem/store/short_ids.py), in `Memory.experience` (MCP's get_experience) and `experience_record`
 (the /ui experience page)."""
 
 from __future__ import annotations
 
 import pytest
 
+from codemem.contract.types import AddRequest, Message
 from codemem.errors import InvalidInput, NotFound
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 
 USER = "repo:github.com/acme/calc"
 FIX = "d49cfb35d4bb7a1e0c2f9e8d7c6b5a4f3e2d1c0b"  # two SHAs sharing their first 7 characters

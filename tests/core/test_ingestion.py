@@ -12,12 +12,13 @@ import pytest
 
 from cli.main import main
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, SearchRequest
 from codemem.embedding import MiniLMEmbedder
-from codemem.ingest import ingest_git, ingest_transcripts, transcript_requests
+from codemem.importers.claude_code import load_claude_code_jsonl
+from codemem.importers.git import ingest_git
+from codemem.importers.transcripts import ingest_transcripts, transcript_requests
 from codemem.memory import Memory
-from codemem.models import AddRequest, SearchRequest
 from codemem.store.schema import key_of
-from codemem.transcripts import load_claude_code_jsonl
 from tests.conftest import needs_swe_lite as needs_data
 
 
@@ -86,7 +87,7 @@ def test_search_lists_the_card_first_with_its_evidence(memory: Memory, transcrip
     for req in transcript_requests("t", transcript, "dev", 40):
         memory.add(req)
     memory.add(AddRequest("other", "dev", "other-session", [
-        __import__("codemem.models", fromlist=["Message"]).Message("user", "Please update the sympy printing docs"),
+        __import__("codemem.contract.types", fromlist=["Message"]).Message("user", "Please update the sympy printing docs"),
     ]))
     # No floor: the layout of an answer with a second, weakly related experience.
     hits = memory.search(SearchRequest(user_id="dev", query="ASGIStaticFilesHandler is missing get_response_async", top_k=10),
@@ -169,17 +170,17 @@ def test_ingest_git_embeds_cards_in_the_converting_process_as_this_one_would(
     """A long history is converted and its cards embedded in a second process (here a short
     one), but for one chunk in three: each card's vector and fingerprint are those an import
     that embeds in this process stores."""
-    from codemem import ingest
+    from codemem.importers import git as git_import
 
     _repo(tmp_path / "repo")
-    assert ingest.ingest_git(memory, str(tmp_path / "repo"), "here", progress=False).added == 3
+    assert git_import.ingest_git(memory, str(tmp_path / "repo"), "here", progress=False).added == 3
     assert memory.embedder.query_path == "onnx"
-    monkeypatch.setattr(ingest, "_PROCESS_FROM", 0)
-    monkeypatch.setattr(ingest, "_CHUNK", 1)  # three conversion tasks: the third is embedded here
+    monkeypatch.setattr(git_import, "_PROCESS_FROM", 0)
+    monkeypatch.setattr(git_import, "_CHUNK", 1)  # three conversion tasks: the third is embedded here
     embedded_here: list[str] = []
     real_embed = memory.embedder.embed
     monkeypatch.setattr(memory.embedder, "embed", lambda texts, n: embedded_here.extend(texts) or real_embed(texts, n))
-    assert ingest.ingest_git(memory, str(tmp_path / "repo"), "aside", progress=False).added == 3
+    assert git_import.ingest_git(memory, str(tmp_path / "repo"), "aside", progress=False).added == 3
     assert len(embedded_here) == 1
     def cards(user_id: str) -> list[dict]:
         return memory.store.user_rows(key_of(user_id), "card", ["session_id", "metadata", "vector"])
@@ -243,8 +244,9 @@ def test_ingest_git_adds_only_new_commits_and_every_item_names_its_commit(memory
 
 
 def test_add_sessions_stores_each_new_session_once(memory: Memory, tmp_path: Path) -> None:
-    from codemem.gitlog import commit_to_experience, iter_changes
-    from codemem.ingest import commit_request
+    from codemem.git.cards import commit_to_experience
+    from codemem.git.log import iter_changes
+    from codemem.importers.git import commit_request
 
     _repo(tmp_path / "repo")
     fix, readme = [(commit_request(r, "dev"), commit_to_experience(r)) for r in iter_changes(str(tmp_path / "repo"))][:2]
@@ -266,7 +268,7 @@ def test_long_sessions_rebuild_on_a_schedule_and_catch_up_when_quiet(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from codemem import sessions
-    from codemem.models import Message
+    from codemem.contract.types import Message
 
     monkeypatch.setattr(sessions, "REBUILD_ALWAYS_UPTO", 10)
     built = []
@@ -288,7 +290,7 @@ def test_long_sessions_rebuild_on_a_schedule_and_catch_up_when_quiet(
 def test_a_card_without_a_task_keeps_its_vector_until_the_session_goes_quiet(memory: Memory) -> None:
     """A session that starts mid-stream (no user text yet) embeds its whole card, which every
     Add changes: it is embedded once per quiet spell, not once per Add."""
-    from codemem.models import Message
+    from codemem.contract.types import Message
 
     session_key = key_of("dev", "mid-stream")
 

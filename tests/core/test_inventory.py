@@ -1,13 +1,13 @@
-"""Browsing a memory (codemem/inventory.py through Memory): users' figures, one experience
+"""Browsing a memory (codemem/store/inventory.py through Memory): users' figures, one experience
 whole, and deleting one experience without touching the rest."""
 
 from __future__ import annotations
 
 import pytest
 
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.errors import NotFound
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
 
 
 def _add(memory: Memory, user_id: str, session_id: str, *texts: str) -> None:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
 from codemem.ranking.card_indexes import CardIndexes
 from codemem.ranking.locations import LocationIndex, location_score, ticket_refs
 from codemem.ranking.query import parse_query

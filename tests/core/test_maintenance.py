@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codemem.models import Message
+from codemem.contract.types import Message
 from codemem.sessions import MessageCache
 from codemem.store import lance as store_lance
 from codemem.store.lance import Store

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from cli.results import format_hit
-from codemem.ingest import ingest_git
+from codemem.contract.types import Hit, SearchRequest
+from codemem.importers.git import ingest_git
 from codemem.memory import Memory
-from codemem.models import Hit, SearchRequest
 from codemem.ranking.merged import matching_commits, merged_of, name_matched_commits
 from integrations import mcp_text
 from tests.history import AUTHORS, MERGE_SUBJECT, SUBJECT_TWICE, History, build_history

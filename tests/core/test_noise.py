@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
+from codemem.memoryarena import TextMemories
 from codemem.ranking.assemble import group_by_session
-from codemem.text_memories import TextMemories
 
 
 def _card_id(key: str) -> str:

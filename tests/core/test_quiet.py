@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
 from codemem.ranking.recipes import DEFAULT_SEARCH
 
 FIX = [

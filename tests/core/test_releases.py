@@ -10,10 +10,10 @@ from pathlib import Path
 
 import git
 
-from codemem.gitreleases import Releases
-from codemem.ingest import ingest_git
+from codemem.contract.types import SearchRequest
+from codemem.git.releases import Releases
+from codemem.importers.git import ingest_git
 from codemem.memory import Memory
-from codemem.models import SearchRequest
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.releases import ReleaseIndex
 from codemem.store.schema import key_of

@@ -9,7 +9,7 @@ import pytest
 
 from cli.main import build_parser
 from codemem.config import Settings, agent_defaults, default_data_dir
-from codemem.repo_id import normalise_remote, repo_user_id
+from codemem.git.repo_id import normalise_remote, repo_user_id
 
 
 @pytest.mark.parametrize("url, name", [

@@ -11,9 +11,9 @@ import msgspec
 import pytest
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 from codemem.store.locks import Locks
 from codemem.store.schema import key_of
 
@@ -202,7 +202,7 @@ def test_lock_generations_are_shared_through_the_lock_files(tmp_path: Path) -> N
 
 
 def test_a_session_is_refreshed_once_quiet_for_its_own_pace() -> None:
-    from codemem.refresher import SessionRefresher
+    from codemem.writing.session_refresher import SessionRefresher
 
     now = [100.0]
     done: list[tuple[str, str]] = []

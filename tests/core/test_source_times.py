@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cli.results import format_hit
-from codemem.ingest import ingest_git
+from codemem.contract.types import AddRequest, Hit, Message, SearchRequest
+from codemem.importers.git import ingest_git
 from codemem.memory import Memory
-from codemem.models import AddRequest, Hit, Message, SearchRequest
 from codemem.times import MAX_MS, iso
 from integrations import mcp_text
 from tests.history import build_history

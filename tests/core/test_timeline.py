@@ -8,8 +8,8 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
 from codemem.timeline.dates import resolve
 from codemem.timeline.facts import Fact, facts, supersedes
 from codemem.timeline.turns import DEFAULT_TURNS

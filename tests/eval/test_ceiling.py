@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from eval._replay_data import Message, Task, Trajectory
-from eval.ceiling import Figures, figures, fuse, same_issue, search_weights, sessions_of
+from eval.replay.ceiling import Figures, figures, fuse, same_issue, search_weights, sessions_of
+from eval.replay.data import Message, Task, Trajectory
 
 
 def _task(gold: str, repo: str = "r") -> Task:

@@ -1,10 +1,18 @@
-"""eval.locomo's data reading and scoring, without a server (the pipeline end to end is in
+"""eval.quality.locomo's data reading and scoring, without a server (the pipeline end to end is in
 test_pipelines_smoke.py)."""
 
 from __future__ import annotations
 
 from eval._paths import REPO_ROOT
-from eval.locomo import LOCOMO, Question, Turn, chunks, load_conversation, score_answer, session_ms
+from eval.quality.locomo import (
+    LOCOMO,
+    Question,
+    Turn,
+    chunks,
+    load_conversation,
+    score_answer,
+    session_ms,
+)
 from tests.shared_data import require
 
 LOCOMO_FIXTURE = REPO_ROOT / "tests" / "fixtures" / "locomo"  # synthetic, in LoCoMo's format

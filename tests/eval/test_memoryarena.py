@@ -1,4 +1,4 @@
-"""eval/memoryarena.py: the replay of the synthetic sample through the real app, and its scoring."""
+"""eval/quality/memoryarena.py: the replay of the synthetic sample through the real app, and its scoring."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ import pytest
 from litestar.testing import TestClient
 
 from api.memoryarena import MemoryArenaSettings
-from eval.memoryarena import Task, fold, load_tasks, memories, replay_all, score, summarise, table
+from eval.quality.memoryarena import (
+    Task,
+    fold,
+    load_tasks,
+    memories,
+    replay_all,
+    score,
+    summarise,
+    table,
+)
 from tests.conftest import make_client
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "memoryarena"

@@ -1,4 +1,4 @@
-"""eval.past_fixes end to end on a tiny repository built here: the script imports it, searches
+"""eval.quality.past_fixes end to end on a tiny repository built here: the script imports it, searches
 a bug report, finds the fixing commit by its SHA, scores BM25 beside it, and a second run on
 the kept store imports nothing new. Its figures mean nothing; the scoring and the run do."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import git
 
-from eval import past_fixes, past_fixes_cv, staleness
 from eval._provenance import PROVENANCE_KEYS
+from eval.quality import past_fixes, past_fixes_cv, staleness
 
 
 def _repo(path: Path) -> str:

@@ -1,6 +1,6 @@
 """The evaluation pipelines end to end on tiny samples, so none of them can rot unseen:
-`eval.replay`, `eval.latency`, `eval.load`, `eval.memoryarena`, `eval.restart` and `eval.locomo`, each run as its own
-command (`python -m eval.X`, the way eval/README.md gives them) with its own real server,
+`eval.replay`, `eval.load.latency`, `eval.load`, `eval.quality.memoryarena`, `eval.load.restart` and `eval.quality.locomo`, each run as its own
+command (`python -m eval.load.latency` etc., the way eval/README.md gives them) with its own real server,
 writing to a temporary `--out`. The six run at the same time (each loads the model in its
 server, so running them side by side keeps both cores busy); together they take about a
 minute on an idle 2-core machine.
@@ -32,7 +32,7 @@ FIXTURE = REPO_ROOT / "tests" / "fixtures" / "memoryarena"
 LOCOMO_FIXTURE = REPO_ROOT / "tests" / "fixtures" / "locomo"  # synthetic, in LoCoMo's format
 TIMEOUT_S = 420
 
-# name -> (needs the shared data, arguments after `python -m eval.<name>`; {out} is the tmp dir)
+# name -> (needs the shared data, arguments after `python -m <MODULES[name]>`; {out} is the tmp dir)
 PIPELINES: dict[str, tuple[bool, list[str]]] = {
     "replay": (True, ["--smoke", "--tasks", "1", "--others", "2", "--baselines", "bm25-traj,bm25-msg",
                       "--compact-timeout", "0", "--data", str(SWE_LITE), "--out", "{out}/replay"]),
@@ -49,6 +49,11 @@ PIPELINES: dict[str, tuple[bool, list[str]]] = {
 }
 
 
+MODULES = {"replay": "eval.replay", "latency": "eval.load.latency", "load": "eval.load",
+           "memoryarena": "eval.quality.memoryarena", "locomo": "eval.quality.locomo",
+           "restart": "eval.load.restart"}
+
+
 @dataclass
 class Run:
     name: str
@@ -58,7 +63,7 @@ class Run:
     wall_s: float
 
     def check(self) -> None:
-        assert self.returncode == 0, f"python -m eval.{self.name} exited {self.returncode}:\n{self.log[-4000:]}"
+        assert self.returncode == 0, f"python -m {MODULES[self.name]} exited {self.returncode}:\n{self.log[-4000:]}"
 
     def result(self, suffix: str = ".json") -> dict:
         self.check()
@@ -79,7 +84,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
                 continue
             log = out / f"{name}.log"
             with log.open("wb") as fh:
-                cmd = [sys.executable, "-m", f"eval.{name}", *(a.replace("{out}", str(out)) for a in args)]
+                cmd = [sys.executable, "-m", MODULES[name], *(a.replace("{out}", str(out)) for a in args)]
                 procs[name] = (subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL), log, time.monotonic())
         deadline = time.monotonic() + TIMEOUT_S
@@ -140,7 +145,7 @@ def test_replay_smoke(runs: dict[str, Run]) -> None:
 @needs_swe_lite
 def test_latency_smoke(runs: dict[str, Run]) -> None:
     result = runs["latency"].result()
-    _has_provenance(result, "eval.latency")
+    _has_provenance(result, "eval.load.latency")
     (cp,) = result["checkpoints"]
     assert cp["items"] == 40 and cp["add"]["n_errors"] == 0 and cp["add"]["latency_ms"]["n"] == 2
     assert cp["search"]["latency_ms"]["n"] == 5 and cp["search"]["errors"] == []
@@ -162,7 +167,7 @@ def test_load_smoke(runs: dict[str, Run]) -> None:
 
 def test_memoryarena_smoke(runs: dict[str, Run]) -> None:
     result = runs["memoryarena"].result()
-    _has_provenance(result, "eval.memoryarena")
+    _has_provenance(result, "eval.quality.memoryarena")
     assert result["errors"] == []
     assert set(result["domains"]) == {"formal_reasoning_math", "formal_reasoning_phys", "bundled_shopping",
                                       "progressive_search"}
@@ -172,7 +177,7 @@ def test_memoryarena_smoke(runs: dict[str, Run]) -> None:
 @needs_swe_lite
 def test_restart_smoke(runs: dict[str, Run]) -> None:
     result = runs["restart"].result()
-    _has_provenance(result, "eval.restart")
+    _has_provenance(result, "eval.load.restart")
     assert result["store"]["bulk_errors"] == result["store"]["tail_errors"] == 0
     m = result["measured"]
     # The store was left loose, and the server started on it compacted it without a new write.
@@ -187,7 +192,7 @@ def test_restart_smoke(runs: dict[str, Run]) -> None:
 def test_locomo_smoke(runs: dict[str, Run]) -> None:
     run = runs["locomo"]
     result = run.result()
-    _has_provenance(result, "eval.locomo")
+    _has_provenance(result, "eval.quality.locomo")
     assert result["ingest"]["conv-demo"]["errors"] == [] and result["ingest"]["conv-demo"]["sessions"] == 2
     rows = {(r["system"], r["scope"]): r for r in result["summary"]}
     assert set(rows) == {(s, c) for s in ("codemem", "bm25-turns") for c in ("all", "conv-demo")}

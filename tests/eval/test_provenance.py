@@ -3,13 +3,14 @@ that needs the shared data fails under CI=true when it is missing. Fast: no serv
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from eval._paths import REPO_ROOT, SHARED_DATA
-from eval._provenance import PROVENANCE_KEYS, command_line, finish, header, provenance
+from eval._provenance import PROVENANCE_KEYS, command_line, finish, header, provenance, write_result
 from tests.shared_data import require
 
 EVAL = REPO_ROOT / "eval"
@@ -29,13 +30,30 @@ def test_provenance_names_command_date_commit_and_machine() -> None:
     assert command_line("eval/experience_stats.py", []) == "python eval/experience_stats.py"
 
 
-def test_every_eval_script_that_writes_a_result_records_provenance() -> None:
-    writers = [p for p in sorted(EVAL.glob("*.py")) if '"--out"' in p.read_text()]
-    assert {p.stem for p in writers} >= {"replay", "latency", "load", "fragments", "ingest_bench", "memoryarena",
-                                         "ceiling", "experience_stats", "git_ingest_bench"}
+def test_every_eval_command_writes_its_result_through_write_result() -> None:
+    benchmarks = [p for pkg in ("replay", "load", "quality") for p in sorted((EVAL / pkg).glob("*.py"))]
+    assert [p.name for p in EVAL.glob("*.py") if '"--out"' in p.read_text()] == ["render.py"]  # writes a page
+    writers = [p for p in benchmarks if '"--out"' in p.read_text()]
+    assert {p.stem for p in writers} >= {"run", "latency", "sustained", "fragments", "ingest", "memoryarena",
+                                         "ceiling", "experience_stats", "git_ingest", "locomo", "past_fixes",
+                                         "past_fixes_cv", "relevance_cv", "restart", "staleness", "ui_latency",
+                                         "cli_latency"}
     for path in writers:
         text = path.read_text()
-        assert "provenance(" in text and "finish(" in text, f"{path.name} writes a result without provenance"
+        assert "provenance(" in text and "write_result(" in text, f"{path.name} writes a result without provenance"
+        assert ".write_text(json" not in text, f"{path.name} writes JSON by hand"
+
+
+def test_write_result_puts_provenance_first_and_the_report_beside_it(tmp_path: Path) -> None:
+    prov = provenance("eval.load.latency", ["--out", "x"])
+    result: dict[str, object] = {"figure": 1.5, "provenance": "placeholder"}
+    out = write_result(tmp_path / "sub" / "r.json", result, prov,
+                       markdown=lambda r: f"{r['figure']} at {r['provenance']['git_head']}\n")
+    written = json.loads(out.read_text())
+    assert list(written) == ["provenance", "figure"] and written["figure"] == 1.5
+    assert set(PROVENANCE_KEYS) <= set(written["provenance"]) and "_t0" not in written["provenance"]
+    assert result["provenance"] == written["provenance"]
+    assert (tmp_path / "sub" / "r.md").read_text() == f"1.5 at {written['provenance']['git_head']}\n"
 
 
 def test_the_shared_data_path_is_defined_once() -> None:

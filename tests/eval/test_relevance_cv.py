@@ -1,4 +1,4 @@
-"""The choices eval.relevance_cv makes from its training tasks: a floor with a margin under
+"""The choices eval.replay.relevance_cv makes from its training tasks: a floor with a margin under
 the training gold, a calibration whose penalty does not depend on a feature's unit, and a
 quiet threshold read on a smoothed curve rather than at one lucky point."""
 
@@ -10,8 +10,8 @@ import pytest
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
-from eval import relevance_cv
-from eval._replay_data import Task
+from eval.replay import relevance_cv
+from eval.replay.data import Task
 
 
 def _rows(n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

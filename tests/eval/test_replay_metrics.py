@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from eval._replay_baselines import Tokenizer, message_index, pack_chunks, trajectory_index
-from eval._replay_data import (
+from eval._stats import percentile, summary_ms
+from eval.replay.baselines import Tokenizer, message_index, pack_chunks, trajectory_index
+from eval.replay.data import (
     Condition,
     Message,
     Task,
@@ -16,7 +17,7 @@ from eval._replay_data import (
     parse_kinds,
     render_lines,
 )
-from eval._replay_metrics import (
+from eval.replay.metrics import (
     Item,
     count_tokens,
     distinct_trajectories,
@@ -29,7 +30,6 @@ from eval._replay_metrics import (
     summarize,
     tokens_before,
 )
-from eval._stats import percentile, summary_ms
 
 GOLD = frozenset({"g"})
 
@@ -103,7 +103,7 @@ def test_every_system_is_ranked_by_distinct_trajectories_not_items() -> None:
 
 
 def test_the_report_shows_found_and_labels_how_latency_was_taken() -> None:
-    from eval._replay_report import HTTP, IN_PROCESS, markdown_table
+    from eval.replay.report import HTTP, IN_PROCESS, markdown_table
 
     rows = [summarize([score_query("codemem", "noisy-all", "t1", items(("g", 1)), GOLD, 5.0),
                        score_query("codemem", "noisy-all", "t2", items(("a", 1)), GOLD, 5.0)]),
@@ -226,7 +226,7 @@ def test_dense_chunks_pack_to_about_256_tokens() -> None:
 
 def test_useful_at_1_counts_a_same_file_fix_first_and_gold_first() -> None:
     """useful@1: the first trajectory is gold, or edited a file the task's own fix touches."""
-    from eval._replay_metrics import Item, score_query, summarize
+    from eval.replay.metrics import Item, score_query, summarize
 
     twin = [Item("twin", 10), Item("gold", 10)]
     other = [Item("other", 10), Item("gold", 10)]
@@ -241,7 +241,7 @@ def test_useful_at_1_counts_a_same_file_fix_first_and_gold_first() -> None:
 
 
 def test_a_fix_s_files_are_its_source_files() -> None:
-    from eval._replay_data import patch_files, same_file
+    from eval.replay.data import patch_files, same_file
 
     patch = "".join(f"diff --git a/{p} b/{p}\n--- a/{p}\n" for p in (
         "django/forms/forms.py", "docs/releases/1.8.txt", "AUTHORS", "tests/forms_tests/test_forms.py"))

@@ -1,12 +1,12 @@
-"""The timeline fixtures and scorer (`eval/timeline_fixtures.py`, `eval/timeline.py`)."""
+"""The timeline fixtures and scorer (`eval/quality/timeline_fixtures.py`, `eval/quality/timeline.py`)."""
 
 from __future__ import annotations
 
 import json
 import re
 
-from eval.timeline import DATA, Answer, load, score, summarize
-from eval.timeline_fixtures import CHANGE, FIRST
+from eval.quality.timeline import DATA, Answer, load, score, summarize
+from eval.quality.timeline_fixtures import CHANGE, FIRST
 
 
 def test_the_fixtures_hold_enough_dev_questions_each_labelled_by_sessions_it_holds() -> None:

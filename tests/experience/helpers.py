@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codemem.models import Message
+from codemem.contract.types import Message
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "experience"
 FAMILIES = sorted(p.stem for p in FIXTURES.glob("*.json"))

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from codemem.contract.types import Message
 from codemem.experience import build_experience
-from codemem.models import Message
-from codemem.transcripts import load_claude_code_jsonl
+from codemem.importers.claude_code import load_claude_code_jsonl
 from tests.experience.helpers import FAMILIES, FIXTURES, load_family
 
 SESSION = FIXTURES / "claude_code_session.jsonl"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 from cli.results import format_hit
+from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.experience import build_experience
 from codemem.experience.types import ExperienceCard
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message, SearchRequest
 from tests.experience.helpers import FAMILIES, load_family
 
 README_ADD = [

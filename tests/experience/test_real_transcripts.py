@@ -8,7 +8,7 @@ from itertools import islice, pairwise
 import pytest
 
 from codemem.experience import build_experience
-from codemem.transcripts import iter_transcripts_from_tar
+from codemem.importers.claude_code import iter_transcripts_from_tar
 from tests.shared_data import SWE_LITE_TAR, require
 
 _GIT_DIFF_CALL = re.compile(r'^Tool call Bash \{"command":"[^"]*\bgit\b[^"]*\bdiff\b')

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codemem.contract.types import ImagePart, ImageURL, Message, TextPart
 from codemem.experience import build_experience, recognise_events
-from codemem.models import ImagePart, ImageURL, Message, TextPart
 
 GARBAGE = [
     "",

@@ -5,7 +5,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from codemem.transcripts import (
+from codemem.importers.claude_code import (
     iter_transcripts_from_tar,
     load_claude_code_jsonl,
     render_claude_code_events,

@@ -16,9 +16,9 @@ import pytest
 
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
+from codemem.importers.claude_code import load_claude_code_jsonl
 from codemem.memory import Memory
 from codemem.store.schema import key_of
-from codemem.transcripts import load_claude_code_jsonl
 from integrations.claude_code_hook import HookError, ingest, parse_payload
 from tests.conftest import needs_swe_lite as needs_data
 

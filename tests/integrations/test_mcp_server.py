@@ -20,9 +20,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 from tests.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,7 +162,7 @@ def test_the_server_exits_without_a_native_abort(talk: Conversation) -> None:
 
 def test_the_handshake_does_not_wait_for_the_model(talk: Conversation) -> None:
     # The first remember waits for the model still loading; the handshake did not.
-    # (How long each takes is measured by eval.cli_latency, not asserted here.)
+    # (How long each takes is measured by eval.load.cli_latency, not asserted here.)
     assert talk.seconds["initialize"] < talk.seconds["remember"], talk.seconds
 
 

@@ -106,7 +106,7 @@ def test_a_trajectory_is_replayed_without_the_system_prompt_or_the_harness_rules
 
 
 def test_a_search_can_opt_in_to_the_learned_ranking(memory) -> None:  # type: ignore[no-untyped-def]
-    from codemem.models import AddRequest, SearchRequest
+    from codemem.contract.types import AddRequest, SearchRequest
     from codemem.ranking.recipes import DEFAULT_SEARCH, LEARNED_SEARCH
     from train.ranker.build_data import session_messages
 

@@ -19,10 +19,10 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
-from eval._replay_data import Trajectory, iter_trajectories
+from eval.replay.data import Trajectory, iter_trajectories
 from tests.conftest import needs_swe_lite
 from tests.shared_data import SWE_LITE, in_ci
 from tests.ui.live import serving

@@ -19,11 +19,11 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MiniLMEmbedder
-from codemem.ingest import ingest_git
+from codemem.git.repo_id import repo_user_id
+from codemem.importers.git import ingest_git
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
-from codemem.repo_id import repo_user_id
 from tests.history import AUTHORS, SUBJECT_TWICE, History, build_history
 from tests.ui.live import serving
 from tests.ui.test_browser import CHROMIUM, DOCS_SCREENSHOTS, _chromium

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message
 from codemem.memory import Memory
-from codemem.models import AddRequest, Message
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
@@ -103,7 +103,7 @@ def read_trajectories(mirror: Path, ids: list[str]) -> Iterator[tuple[str, dict[
 def session_messages(trajectory: dict[str, Any]) -> list[Message]:
     """A trajectory's messages as Add messages: no system prompt; the task message ends with
     the task (the harness's instructions after it are left out)."""
-    out = []
+    out: list[Message] = []
     for msg in trajectory["messages"]:
         role, content = msg["role"], str(msg["content"])
         if role not in ("user", "assistant") or not content.strip():
@@ -169,8 +169,8 @@ def replay(tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], mirro
         cards = memory.store.user_rows(key_of(USER), "card", list(CARD_COLUMNS))
     with (out / "cards.part").open("w") as f:
         for card in cards:
-            if (iid := names.get(str(card["session_key"]))) is not None:
-                f.write(json.dumps({"id": iid, **{c: card[c] for c in CARD_COLUMNS if c != "session_key"}}) + "\n")
+            if (card_id := names.get(str(card["session_key"]))) is not None:
+                f.write(json.dumps({"id": card_id, **{c: card[c] for c in CARD_COLUMNS if c != "session_key"}}) + "\n")
     (out / "queries.part").rename(out / "queries.jsonl")
     (out / "cards.part").rename(out / "cards.jsonl")
     return {"tasks": len(names), "messages": messages, "adds": adds, "add_s": round(add_s, 1),

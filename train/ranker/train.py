@@ -41,7 +41,7 @@ from codemem.ranking.recipes import DEFAULT_SEARCH
 from train.ranker.build_data import signals_from
 
 GRID = {"num_leaves": (7, 15), "n_estimators": (100, 300)}
-FIXED = {"objective": "lambdarank", "learning_rate": 0.05, "min_child_samples": 20, "subsample": 0.8,
+FIXED: dict[str, Any] = {"objective": "lambdarank", "learning_rate": 0.05, "min_child_samples": 20, "subsample": 0.8,
          "subsample_freq": 1, "colsample_bytree": 0.8, "reg_lambda": 1.0, "random_state": 0, "n_jobs": 1,
          "verbose": -1, "lambdarank_truncation_level": 10,
          # Every feature says "more related" as it grows (features.py): the model is held to it.
@@ -146,7 +146,7 @@ def fit(queries: Sequence[Query], params: dict[str, Any]) -> lgb.LGBMRanker:
 
 
 def predict(model: lgb.LGBMRanker, queries: Sequence[Query]) -> list[np.ndarray]:
-    return [model.predict(q.x) for q in queries]
+    return [np.asarray(model.predict(q.x)) for q in queries]
 
 
 def grid() -> list[dict[str, Any]]:
@@ -160,7 +160,7 @@ def loro(queries: Sequence[Query], params: dict[str, Any]) -> list[np.ndarray]:
         model = fit([q for q in queries if q.repo != repo], params)
         for i, q in enumerate(queries):
             if q.repo == repo:
-                scores[i] = model.predict(q.x)
+                scores[i] = np.asarray(model.predict(q.x))
     return [s for s in scores if s is not None]
 
 
@@ -183,7 +183,7 @@ def nested(queries: Sequence[Query]) -> tuple[list[np.ndarray], dict[str, dict[s
         model = fit(rest, params)
         for i, q in enumerate(queries):
             if q.repo == repo:
-                scores[i] = model.predict(q.x)
+                scores[i] = np.asarray(model.predict(q.x))
     return [s for s in scores if s is not None], chosen
 
 

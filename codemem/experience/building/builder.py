@@ -15,17 +15,17 @@ import msgspec
 
 import parsers
 from codemem.clip import clip
-from codemem.experience.building.diffs import edit_hunk, trim_diff
-from codemem.experience.building.paths import is_scratch_name, match_patch_path
+from codemem.contract.types import Message, Role
+from codemem.experience.building.checkout_paths import is_scratch_name, match_patch_path
+from codemem.experience.building.diff_text import edit_hunk, trim_diff
+from codemem.experience.building.edited_symbols import patch_symbols, resolve_symbols
 from codemem.experience.building.render import render_card, render_conversation
 from codemem.experience.building.scratch import scratch_paths
 from codemem.experience.building.steps import build_steps
-from codemem.experience.building.symbols import patch_symbols, resolve_symbols
 from codemem.experience.building.tracker import EditRecord, SessionFacts, Tracker
 from codemem.experience.recognising import reasoning
 from codemem.experience.recognising.message import recognise_events
 from codemem.experience.types import CONVERSATION, Experience, ExperienceCard
-from codemem.models import Message, Role
 from codemem.timeline.index import FACTS, facts_metadata
 
 TASK_WORDS = 300

@@ -11,7 +11,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from codemem.clip import clip
-from codemem.experience.building.diffs import trim_diff
+from codemem.experience.building.diff_text import trim_diff
 from codemem.experience.types import ExperienceCard
 
 if TYPE_CHECKING:  # the CLI and the UI read cards with `card_sections` without loading test recognition

@@ -13,7 +13,12 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
-from codemem.experience.building.paths import PathMapper, checkout_base, clean, is_scratch_name
+from codemem.experience.building.checkout_paths import (
+    PathMapper,
+    checkout_base,
+    clean,
+    is_scratch_name,
+)
 from codemem.experience.building.tracker import SessionFacts
 
 _SCRATCH_BASENAME = re.compile(

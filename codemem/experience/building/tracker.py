@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from codemem.contract.types import Role
 from codemem.experience.building.actions import (
     Action,
     CommandAction,
@@ -21,10 +22,10 @@ from codemem.experience.building.actions import (
     actions_for_call,
     tool_key,
 )
-from codemem.experience.building.diffs import clean_patch, edit_hunk, is_git_diff_command
+from codemem.experience.building.checkout_paths import PathMapper
+from codemem.experience.building.diff_text import clean_patch, edit_hunk, is_git_diff_command
+from codemem.experience.building.edited_symbols import SymbolQuery, symbol_query
 from codemem.experience.building.fileviews import FileView, numbered_lines, swe_open_file
-from codemem.experience.building.paths import PathMapper
-from codemem.experience.building.symbols import SymbolQuery, symbol_query
 from codemem.experience.recognising import reasoning
 from codemem.experience.recognising.events import (
     Event,
@@ -34,7 +35,6 @@ from codemem.experience.recognising.events import (
 )
 from codemem.experience.recognising.output_errors import errors_in, strip_noise
 from codemem.experience.recognising.testruns import TestRun, read_outcome, read_test_run
-from codemem.models import Role
 
 _MAX_PENDING = 32
 _OBSERVATION_TOOLS = frozenset(

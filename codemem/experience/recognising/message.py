@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 
+from codemem.contract.types import Role
 from codemem.experience.recognising.events import Event, text_event
 from codemem.experience.recognising.jsonblobs import events_from_json
 from codemem.experience.recognising.markers import marker_events
 from codemem.experience.recognising.markup import markup_events
 from codemem.experience.recognising.shellish import assistant_shell_events, user_observation_events
-from codemem.models import Role
 
 _JSON_LIMIT = 4_000_000  # larger blobs are not decoded whole
 

@@ -1,0 +1,169 @@
+"""A git repository's history imported through Add: one experience per change of the
+first-parent line (a merged pull request is one, with its branch's commits).
+
+Each change becomes an ordinary AddRequest stored by `Memory.add_sessions`, so what it
+stores is searchable over HTTP too, and re-running an import adds nothing twice: a commit's
+request id is its sha, and changes stored before are not read again.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import itertools
+import multiprocessing
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from datetime import datetime
+
+import numpy as np
+from tqdm import tqdm
+
+from codemem.contract.types import AddRequest, Message
+from codemem.embedding import MINILM_NAME, MiniLMEmbedder
+from codemem.experience.types import Experience
+from codemem.git.cards import commit_to_experience
+from codemem.git.log import commit_count, iter_changes, mainline_shas
+from codemem.git.records import CommitRecord
+from codemem.git.releases import Releases
+from codemem.git.repo_id import git_top_level
+from codemem.git.staleness import Staleness
+from codemem.importers.report import IngestReport, compact_after, tally
+from codemem.memory import Memory
+
+# A commit's diff is kept as its raw message up to this size; the card holds the trimmed view.
+MAX_COMMIT_DIFF_CHARS = 20_000
+GIT_BATCH = 32  # changes stored per commit to the store
+# A change's card embeds the opening of its title and message (64 tokens: the title and the
+# first sentences say what the change is about; embedding is most of an import's CPU time).
+GIT_EMBED_TOKENS = 64
+_PROCESS_FROM = 200  # changes to import before a second process pays off its start-up
+_CHUNK, _AHEAD = 16, 4  # changes per conversion task; tasks queued ahead of the consumer
+# One conversion task in this many leaves its cards to be embedded here: reading and storing
+# take this process a fraction of the converting one's parsing and embedding, so sharing the
+# embedding keeps both cores busy.
+_EMBED_HERE_EVERY = 3
+
+
+def commit_request(commit: CommitRecord, user_id: str) -> AddRequest:
+    message = commit.message.strip() or f"(commit {commit.sha[:12]} has no message)"
+    ts = int(commit.authored_at.timestamp() * 1000)
+    messages = [Message(role="user", content=message, timestamp=ts)]
+    if commit.diff.strip():
+        messages.append(Message(role="assistant", content=commit.diff[:MAX_COMMIT_DIFF_CHARS], timestamp=ts))
+    return AddRequest(request_id=f"git:{commit.sha}", user_id=user_id, session_id=f"git:{commit.sha}", messages=messages)
+
+
+def ingest_git(
+    memory: Memory,
+    repo: str,
+    user_id: str,
+    since: datetime | None = None,
+    max_commits: int | None = None,
+    progress: bool = True,
+    batch: int = GIT_BATCH,
+) -> IngestReport:
+    """One experience per change of the first-parent line (a merged pull request is one,
+    with its branch's commits). Changes stored before are not read again, so a re-run adds
+    only new commits. A change whose code a later change edited says so on its card
+    (``codemem.git.staleness``); each names the release it came after (``codemem.git.releases``).
+    The store is compacted (and its indexes brought up to date) once at the end, so the
+    first Search after an import does not scan a fragment per batch.
+
+    Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
+    ``Memory.add_sessions``); a long history is turned into experiences, and their cards
+    embedded, in a second process (where this one embeds with the checked ONNX encoder, which
+    that process loads from its cache; this one embeds one chunk in ``_EMBED_HERE_EVERY``), so
+    reading, parsing, embedding and storing keep two cores busy.
+
+    ``repo`` may be any directory inside the work tree: its top level is imported
+    (``ValueError`` outside git).
+    """
+    top = git_top_level(repo)
+    if top is None:
+        raise ValueError(f"not a git repository (nor inside one): {repo!r}")
+    repo = top
+    report = IngestReport()
+    line = mainline_shas(repo, since=since, max_commits=max_commits)
+    report.commits = commit_count(repo, since=since, max_commits=max_commits) if line else 0
+    known = {sid.removeprefix("git:") for sid in memory.session_ids(user_id, "git:")}
+    report.unchanged = sum(1 for sha in line if sha in known)
+    report.sources = report.unchanged
+    todo = len(line) - report.unchanged
+    bar = tqdm(desc="commits", unit="commit", total=todo, disable=not progress)
+    records = iter_changes(repo, since=since, max_commits=max_commits, known=known, skipped=report.skipped_commits)
+    with contextlib.ExitStack() as stack:
+        if todo >= _PROCESS_FROM:
+            pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
+            # The checked ONNX encoder this process uses, cached, gives the same vectors there.
+            embed_aside = memory.embedder.name == MINILM_NAME and memory.embedder.query_path == "onnx"
+            converted: Iterator[Converted] = _converted_aside(pool, records, embed_aside)
+        else:
+            converted = ((c, commit_to_experience(c), None) for c in records)
+        pending: list[tuple[AddRequest, Experience]] = []
+        embedded: dict[str, np.ndarray] = {}
+
+        def flush() -> None:
+            for result in memory.add_sessions(pending, embed_max_tokens=GIT_EMBED_TOKENS, embedded=embedded):
+                report.sources += 1
+                tally(report, result.duplicate, result.stored)
+            bar.update(len(pending))
+            pending.clear()
+            embedded.clear()
+
+        staleness = Staleness()
+        releases = Releases.of_repo(repo)
+        for commit, experience, vector in converted:
+            if vector is not None:
+                embedded[_embedded_text(experience)] = vector
+            marked = releases.mark(staleness.mark(experience), commit.authored_at)
+            pending.append((commit_request(commit, user_id), marked))
+            report.merges += len(commit.parents) > 1
+            if len(pending) >= batch:
+                flush()
+        if pending:
+            flush()
+    bar.close()
+    compact_after(memory, report)
+    return report
+
+
+# A change, its experience, and its card's vector where the converting process embedded it.
+Converted = tuple[CommitRecord, Experience, "np.ndarray | None"]
+
+
+def _embedded_text(experience: Experience) -> str:
+    """What a change's card vector reads (``Memory.add_sessions`` embeds the same)."""
+    return experience.card.task or experience.card.text
+
+
+@functools.cache
+def _aside_embedder() -> MiniLMEmbedder:
+    """The converting process's embedder, made on its first chunk."""
+    return MiniLMEmbedder(threads=1)
+
+
+def _convert_many(commits: list[CommitRecord], embed: bool) -> list[Converted]:
+    """Experiences of ``commits``, and with ``embed`` their cards' vectors, embedded by the
+    cached ONNX encoder (no torch in this process; none where no encoder is cached)."""
+    done = [(c, commit_to_experience(c)) for c in commits]
+    vectors: list[np.ndarray | None] = [None] * len(done)
+    if embed and _aside_embedder().warm_queries():
+        vectors = list(_aside_embedder().embed([_embedded_text(e) for _, e in done], GIT_EMBED_TOKENS))
+    return [(c, e, v) for (c, e), v in zip(done, vectors, strict=True)]
+
+
+def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord], embed: bool) -> Iterator[Converted]:
+    """``records`` converted (and with ``embed``, their cards embedded) in ``pool``, in
+    order, a few chunks ahead of the consumer (not ``pool.map``, which reads the whole
+    history into memory before the first result)."""
+    ahead: collections.deque[Future[list[Converted]]] = collections.deque()
+    for n in itertools.count():
+        if not (chunk := list(itertools.islice(records, _CHUNK))):
+            break
+        ahead.append(pool.submit(_convert_many, chunk, embed and (n + 1) % _EMBED_HERE_EVERY != 0))
+        if len(ahead) > _AHEAD:
+            yield from ahead.popleft().result()
+    while ahead:
+        yield from ahead.popleft().result()

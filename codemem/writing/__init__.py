@@ -1,0 +1,3 @@
+"""How Adds are written beyond one call: one worker runs every Add when several serve the
+same data directory (`add_leader`), and a long session's card is rebuilt once its Adds go
+quiet (`session_refresher`)."""

@@ -1,0 +1,236 @@
+"""The figures the documentation quotes, as data: for each, the result file it is read from,
+how it is read, and what kind of figure it is (in-sample, validation, held-out, training or a
+plain measurement). `eval.render` turns them into docs/results.md.
+
+A figure is only ever read from its file, so re-running a benchmark and re-rendering is the
+whole of updating the documentation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Result = dict[str, Any]
+
+# What a label means; every result file and every figure carries one of these.
+LABELS: dict[str, str] = {
+    "in-sample": "scored on the tasks the shipped numbers were fitted or chosen on: optimistic",
+    "validation": "scored once on dev data nothing was fitted on (or after the rule was fixed)",
+    "held-out": "cross-validated: the numbers fitted on some repositories, scored on the others",
+    "training": "scored on the training data of a learned model (out-of-fold where said)",
+    "measurement": "speed, size or robustness of the service; nothing fitted on it",
+    "synthetic": "a hand-written sample that checks the plumbing, not the method",
+}
+
+# The label of every result file at the top of eval/results/ (a file may hold figures of
+# several kinds: the figures then say which is which).
+FILE_LABELS: dict[str, str] = {
+    "replay.json": "in-sample",
+    "replay-ingest.json": "in-sample",
+    "relevance_cv.json": "held-out",
+    "relevance_cv-1eb4f70.json": "held-out",
+    "ceiling.json": "held-out",
+    "past_fixes.json": "in-sample",
+    "past_fixes_cv.json": "held-out",
+    "past_fixes-import-ripgrep.json": "measurement",
+    "past_fixes-reimport-ripgrep.json": "measurement",
+    # The turn answers' weights were chosen on these 383 questions.
+    "locomo.json": "in-sample",
+    "timeline.json": "in-sample",
+    "timeline-quiet.json": "held-out",
+    "timeline-heldout.json": "validation",
+    "staleness-ripgrep.json": "validation",
+    "staleness-caddy.json": "validation",
+    "experience_stats.json": "measurement",
+    "memoryarena.json": "synthetic",
+    "memoryarena-budget100.json": "synthetic",
+    "latency.json": "measurement",
+    "restart.json": "measurement",
+    "fragments.json": "measurement",
+    "ingest.json": "measurement",
+    "git_ingest.json": "measurement",
+    "cli_latency.json": "measurement",
+    "ui_latency.json": "measurement",
+    "load-32x64.json": "in-sample",
+    "load-32x64-workers2.json": "measurement",
+    "load-64x256.json": "measurement",
+    "load-64x256-shed.json": "measurement",
+    "load-cold.json": "measurement",
+    "read-check.json": "measurement",
+}
+
+# Result files whose command is retired (kept in git history), with the script's old path.
+RETIRED: dict[str, str] = {"read-check.json": "eval/read_check.py"}
+
+
+@dataclass(frozen=True)
+class Figure:
+    file: str
+    what: str
+    read: Callable[[Result], str]
+    label: str = ""  # the file's label unless set
+
+    def label_of(self) -> str:
+        return self.label or FILE_LABELS[self.file]
+
+
+def f2(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def f3(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def ms(x: float) -> str:
+    return f"{x:,.0f} ms"
+
+
+def row(r: Result, system: str, condition: str) -> Result:
+    """One system's row of a replay summary."""
+    return next(s for s in r["summary"] if s["system"] == system and s["condition"] == condition)
+
+
+def retrieval(system: str, condition: str = "noisy-all") -> Callable[[Result], str]:
+    def read(r: Result) -> str:
+        s = row(r, system, condition)
+        return (f"hit@1 {f2(s['hit1'])}, hit@5 {f2(s['hit5'])}, MRR {f3(s['mrr'])}, "
+                f"gold share of 8k {f2(s['gold_share_8k'])}, tokens p50 {s['tokens_total_p50']:,.0f}")
+    return read
+
+
+def absent_tokens(system: str) -> Callable[[Result], str]:
+    def read(r: Result) -> str:
+        a, n = row(r, system, "absent"), row(r, system, "noisy-all")
+        return (f"tokens p50 {a['tokens_total_p50']:,.0f} absent vs {n['tokens_total_p50']:,.0f} noisy-all "
+                f"({a['tokens_total_p50'] / n['tokens_total_p50']:.2f}x)")
+    return read
+
+
+def scores(s: Result, keys: tuple[str, str, str] = ("hit1", "hit5", "mrr")) -> str:
+    return f"hit@1 {f2(s[keys[0]])}, hit@5 {f2(s[keys[1]])}, MRR {f3(s[keys[2]])}"
+
+
+def load(r: Result) -> str:
+    s = r["sustained"]
+    add, search = s["add"], s["search"]
+    shed = (f"; shed {add['shed']['share']:.0%} of Adds, {search['shed']['share']:.0%} of Searches"
+            if add["shed"]["share"] or search["shed"]["share"] else "")
+    return (f"{add['throughput_per_s']} Adds/s (p95 {add['latency_ms']['p95'] / 1000:.1f} s), "
+            f"{search['throughput_per_s']} Searches/s (p95 {search['latency_ms']['p95'] / 1000:.1f} s), "
+            f"{s['server_cpu_ms_per_answer']} ms CPU per answer, {r['lost']} lost{shed}")
+
+
+def latency_at(items: int) -> Callable[[Result], str]:
+    def read(r: Result) -> str:
+        cp = next(c for c in r["checkpoints"] if c["items"] == items)
+        s = cp["search"]["latency_ms"]
+        return f"Search p50 {ms(s['p50'])}, p95 {ms(s['p95'])}; query embedding p50 {ms(cp['query_embed_ms']['p50'])}"
+    return read
+
+
+def restart(r: Result) -> str:
+    m = r["measured"]
+    return (f"compactor off p95 {ms(m['uncompacted']['p95'])}; after restart p95 {ms(m['restart']['after']['p95'])} "
+            f"vs compacted store p95 {ms(m['compacted']['p95'])} ({m['after_vs_compacted_p50']}x p50)")
+
+
+def experience_files(r: Result) -> str:
+    return (f"edited files equal the final `git diff` without reading that diff: "
+            f"{r['without_git_diff_equal']}/{r['sessions']} (card size p50 {r['card_chars']['p50']:,} chars)")
+
+
+FIGURES: tuple[Figure, ...] = (
+    # Retrieval replay: SWE-ContextBench Lite, 62 labelled dev tasks.
+    Figure("replay.json", "codemem (fused ranking, the default), noisy-all", retrieval("codemem")),
+    Figure("replay.json", "codemem, learned ranker, noisy-all (scored once)", retrieval("codemem-learned"),
+           "validation"),
+    Figure("replay.json", "BM25 over whole trajectories, noisy-all", retrieval("bm25-traj"), "validation"),
+    Figure("replay.json", "BM25 over messages, noisy-all", retrieval("bm25-msg"), "validation"),
+    Figure("replay.json", "MiniLM over ~256-token chunks, noisy-all", retrieval("dense-chunk"), "validation"),
+    Figure("replay.json", "codemem (fused), answer size when the gold is absent", absent_tokens("codemem")),
+    Figure("replay.json", "codemem (learned), answer size when the gold is absent", absent_tokens("codemem-learned"),
+           "validation"),
+    Figure("replay.json", "codemem (fused) Search over HTTP during the run, noisy-all",
+           lambda r: f"p50 {ms(row(r, 'codemem', 'noisy-all')['latency_p50_ms'])}, "
+                     f"p95 {ms(row(r, 'codemem', 'noisy-all')['latency_p95_ms'])}", "measurement"),
+    Figure("relevance_cv.json", "the fusion's knobs fitted on one repository, scored on the other",
+           lambda r: scores(r["held_out_by_repo"]["noisy-all"])),
+    Figure("relevance_cv.json", "the same knobs fitted on all 62 tasks", lambda r: scores(r["in_sample"]["scores"]["noisy-all"]),
+           "in-sample"),
+    Figure("relevance_cv.json", "what ships (DEFAULT_SEARCH, fitted on all 62 tasks of an earlier ingest)",
+           lambda r: scores(r["default_search"]["noisy-all"]), "in-sample"),
+    Figure("ceiling.json", "weighted RRF of every ranking, weights searched on the 62 tasks",
+           lambda r: scores(r["fusion_in_sample"]), "in-sample"),
+    Figure("ceiling.json", "the same, weights searched on one repository, scored on the other",
+           lambda r: scores(r["fusion_held_out_by_repo"])),
+    # Past fixes in git histories: 21 bug reports over 5 repositories.
+    Figure("past_fixes.json", "codemem, shipped knobs (fitted on all 21)",
+           lambda r: scores(r["summary"]["codemem"], ("hit@1", "hit@5", "mrr"))),
+    Figure("past_fixes.json", "BM25 over message + diff, same run",
+           lambda r: scores(r["summary"]["bm25_message_diff"], ("hit@1", "hit@5", "mrr")), "validation"),
+    Figure("past_fixes_cv.json", "commit knobs chosen on the other repositories, two steps (re-fusion)",
+           lambda r: scores(r["held_out"], ("hit@1", "hit@5", "mrr"))),
+    Figure("past_fixes_cv.json", "the same, all six knobs in one grid (re-fusion)",
+           lambda r: scores(r["held_out_joint"], ("hit@1", "hit@5", "mrr"))),
+    Figure("past_fixes-import-ripgrep.json", "import of ripgrep's history on a new store",
+           lambda r: f"{r['repos']['ripgrep']['added']:,} changes in {r['repos']['ripgrep']['import_s']} s "
+                     f"({r['repos']['ripgrep']['added_per_s']} changes/s)"),
+    Figure("past_fixes-reimport-ripgrep.json", "re-import of the unchanged history",
+           lambda r: f"{r['repos']['ripgrep']['import_s']} s, {r['repos']['ripgrep']['unchanged']:,} unchanged"),
+    Figure("staleness-ripgrep.json", "'changed since' flags against `git log -L`, ripgrep",
+           lambda r: f"precision {f2(r['summary']['precision'])}, recall {f2(r['summary']['recall'])} "
+                     f"({r['summary']['sampled']} sampled changes)"),
+    Figure("staleness-caddy.json", "the same, caddy",
+           lambda r: f"precision {f2(r['summary']['precision'])}, recall {f2(r['summary']['recall'])} "
+                     f"({r['summary']['sampled']} sampled changes)"),
+    # Conversations and MemoryArena.
+    Figure("locomo.json", "LoCoMo dev: evidence recall within the first 2k tokens (383 questions)",
+           lambda r: "codemem {:.2f}, BM25 over turns {:.2f}".format(
+               *(next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")["recall_2k"]
+                 for name in ("codemem", "bm25-turns")))),
+    Figure("timeline.json", "Project chat over time, dev (182 questions): session hit@1; newest first on updates",
+           lambda r: "codemem {:.2f}, {}; BM25 over sessions {:.2f}, {}".format(
+               *(v for name in ("codemem", "bm25-sessions")
+                 for s in [next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")]
+                 for v in (s["hit1"], s["newest_first"])))),
+    Figure("timeline-heldout.json", "the same, held-out projects with unseen phrasings (78 questions)",
+           lambda r: "codemem {:.2f}, {}; BM25 over sessions {:.2f}, {}".format(
+               *(v for name in ("codemem", "bm25-sessions")
+                 for s in [next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")]
+                 for v in (s["hit1"], s["newest_first"])))),
+    Figure("timeline-quiet.json", "quiet on an absent subject, out of fold (565 dev questions, 48 absent)",
+           lambda r: "answered kept {:.3f}, absent quiet {:.3f}".format(
+               r["calibration"]["out_of_fold"]["present_kept"], r["calibration"]["out_of_fold"]["absent_quiet"])),
+    Figure("memoryarena.json", "dependency recall per domain (synthetic sample)",
+           lambda r: ", ".join(f"{d} {f2(v['dependency_recall'])}" for d, v in r["domains"].items())),
+    Figure("memoryarena-budget100.json", "the same with a 100-token budget",
+           lambda r: ", ".join(f"{d} {f2(v['dependency_recall'])}" for d, v in r["domains"].items())),
+    # Speed and robustness.
+    Figure("latency.json", "Search at 1,000 items (top_k 100)", latency_at(1000)),
+    Figure("latency.json", "Search at 20,000 items", latency_at(20000)),
+    Figure("restart.json", "Search after a restart on an un-compacted store (300 trajectories)", restart),
+    Figure("fragments.json", "Search after small sequential Adds vs a compacted table (C / B)",
+           lambda r: f"p50 {r['ratio_C_over_B']['p50']:.2f}x, p95 {r['ratio_C_over_B']['p95']:.2f}x (target p95 <= 1.5x)"),
+    Figure("ingest.json", "all 300 trajectories through HTTP Add, 8 sessions at a time",
+           lambda r: f"{r['wall_s']} s ({r['messages_per_s']} messages/s), {len(r['errors'])} errors, "
+                     f"Add p95 {ms(r['add_ms']['p95'])}"),
+    Figure("git_ingest.json", "reading a synthetic 5,000-commit history into experiences (no store)",
+           lambda r: f"{r['total_wall_s']} s ({r['iter_changes']['wall_s']} s reading, "
+                     f"{r['commit_to_experience']['wall_s']} s building)"),
+    Figure("load-32x64.json", "32 Add + 64 Search clients, 60 s, 20k preload (thread defaults chosen here)", load),
+    Figure("load-32x64-workers2.json", "the same with two worker processes", load),
+    Figure("load-64x256.json", "64 Add + 256 Search clients", load),
+    Figure("load-64x256-shed.json", "the same with bounds of 32 Adds and 64 Searches in flight", load),
+    Figure("load-cold.json", "32 + 64 clients from a cold start (empty data directory)", load),
+    Figure("cli_latency.json", "a first answer: cold `codemem search`, beside `serve`, MCP first call",
+           lambda r: f"p50 {r['cold_search']['p50_s']} s, {r['search_with_server']['p50_s']} s, "
+                     f"{r['mcp_first_call']['p50_s']} s"),
+    Figure("ui_latency.json", "the /ui pages over 300 experiences, worst p95",
+           lambda r: f"{r['worst_p95_ms']:.0f} ms (target {r['target_p95_ms']:.0f} ms)"),
+    Figure("experience_stats.json", "experience cards of the 300 trajectories", experience_files),
+    Figure("read-check.json", "one row read on a store of many versions, with and without the version check",
+           lambda r: ", ".join(f"{k} {v['cpu_ms']} ms CPU" for k, v in r["per_read"].items())),
+)
