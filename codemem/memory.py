@@ -51,6 +51,8 @@ from codemem.store.lance import Store
 from codemem.store.maintenance import Bounds, Compactor
 from codemem.store.schema import RESULT_COLUMNS, Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
+from codemem.timeline import turns
+from codemem.timeline.index import DialogueIndex
 from codemem.writing.add_leader import AddLeader
 from codemem.writing.session_refresher import SessionRefresher
 from parsers import exact_terms
@@ -75,6 +77,8 @@ class Memory:
         self._subjects = CardIndexes(SubjectIndex)
         self._releases = CardIndexes(ReleaseIndex)
         self._fields = CardIndexes(FieldIndex)  # built only where the learned ranking is asked for
+        self._dialogue = CardIndexes(DialogueIndex)  # conversations and the facts they state
+        self.turn_config = turns.DEFAULT_TURNS  # how a memory of dialogue is answered
         self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
         self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim)
         self.compactor = Compactor(
@@ -236,12 +240,14 @@ class Memory:
         for r in rows:
             if r.kind == "card":
                 by_user.setdefault(r.user_key, []).append({"session_key": r.session_key, "refs": r.refs,
-                                                           "metadata": r.metadata, "text": r.text})
+                                                           "metadata": r.metadata, "text": r.text,
+                                                           "session_id": r.session_id, "timestamp": r.timestamp})
         for user_key, cards in by_user.items():
             self._locations.put(user_key, cards)
             self._subjects.put(user_key, cards)
             self._releases.put(user_key, cards)
             self._fields.put(user_key, cards)
+            self._dialogue.put(user_key, cards)
 
     def _forget_indexes(self, user_key: str | None) -> None:
         """Rows were deleted: the card indexes of `user_key` (every user's: None) are read again."""
@@ -249,6 +255,7 @@ class Memory:
         self._subjects.forget(user_key)
         self._releases.forget(user_key)
         self._fields.forget(user_key)
+        self._dialogue.forget(user_key)
 
     def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None,
                       before: sessions.SessionState) -> sessions.Derived | None:
@@ -368,6 +375,12 @@ class Memory:
         signals, items = self.signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES))
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
+        dialogue = self._dialogue.get(key_of(req.user_id), lambda: self.store.user_rows(
+            key_of(req.user_id), "card", ["session_key", "session_id", "metadata", "timestamp"]), self.store.changes())
+        if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
+            return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
+                                self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
+                                self.turn_config, quiet=config.quiet_below > 0)
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
