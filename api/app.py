@@ -47,10 +47,14 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
         app.state.ui_answers = ui.Answers()
         metrics.STORE.memory, metrics.STORE.admission = mem, app.state.admission
         # Load the model in the background: /health answers at once, the first Add waits.
-        threading.Thread(target=mem.warm_up, name="codemem-warmup", daemon=True).start()
+        warming = threading.Thread(target=mem.warm_up, name="codemem-warmup", daemon=True)
+        warming.start()
         try:
             yield
         finally:
+            # A stop that comes while the model loads waits for it: a thread left inside
+            # ONNX Runtime's or torch's native code as the interpreter exits aborts the process.
+            warming.join()
             if owned:
                 mem.close()
 

@@ -31,6 +31,7 @@ from codemem.store.lance import Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import key_of
 from codemem.store.writer import GroupWriter
+from codemem.timeline.turns import TurnConfig
 from codemem.writing.session_refresher import SessionRefresher
 from codemem.writing.session_writer import SessionWriter
 
@@ -80,6 +81,15 @@ class Memory:
     @search_config.setter
     def search_config(self, config: SearchConfig) -> None:
         self.searcher.search_config = config
+
+    @property
+    def turn_config(self) -> TurnConfig:
+        """How a memory of dialogue is answered."""
+        return self.searcher.turn_config
+
+    @turn_config.setter
+    def turn_config(self, config: TurnConfig) -> None:
+        self.searcher.turn_config = config
 
     @property
     def shape(self) -> answer.Shape:

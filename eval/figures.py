@@ -36,7 +36,11 @@ FILE_LABELS: dict[str, str] = {
     "past_fixes_cv.json": "held-out",
     "past_fixes-import-ripgrep.json": "measurement",
     "past_fixes-reimport-ripgrep.json": "measurement",
-    "locomo.json": "validation",
+    # The turn answers' weights were chosen on these 383 questions.
+    "locomo.json": "in-sample",
+    "timeline.json": "in-sample",
+    "timeline-quiet.json": "held-out",
+    "timeline-heldout.json": "validation",
     "staleness-ripgrep.json": "validation",
     "staleness-caddy.json": "validation",
     "experience_stats.json": "measurement",
@@ -187,6 +191,19 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "codemem {:.2f}, BM25 over turns {:.2f}".format(
                *(next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")["recall_2k"]
                  for name in ("codemem", "bm25-turns")))),
+    Figure("timeline.json", "Project chat over time, dev (182 questions): session hit@1; newest first on updates",
+           lambda r: "codemem {:.2f}, {}; BM25 over sessions {:.2f}, {}".format(
+               *(v for name in ("codemem", "bm25-sessions")
+                 for s in [next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")]
+                 for v in (s["hit1"], s["newest_first"])))),
+    Figure("timeline-heldout.json", "the same, held-out projects with unseen phrasings (78 questions)",
+           lambda r: "codemem {:.2f}, {}; BM25 over sessions {:.2f}, {}".format(
+               *(v for name in ("codemem", "bm25-sessions")
+                 for s in [next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")]
+                 for v in (s["hit1"], s["newest_first"])))),
+    Figure("timeline-quiet.json", "quiet on an absent subject, out of fold (565 dev questions, 48 absent)",
+           lambda r: "answered kept {:.3f}, absent quiet {:.3f}".format(
+               r["calibration"]["out_of_fold"]["present_kept"], r["calibration"]["out_of_fold"]["absent_quiet"])),
     Figure("memoryarena.json", "dependency recall per domain (synthetic sample)",
            lambda r: ", ".join(f"{d} {f2(v['dependency_recall'])}" for d, v in r["domains"].items())),
     Figure("memoryarena-budget100.json", "the same with a 100-token budget",

@@ -46,6 +46,8 @@ from codemem.store import inventory
 from codemem.store import short_ids as ids
 from codemem.store.lance import Store
 from codemem.store.schema import RESULT_COLUMNS, key_of
+from codemem.timeline import turns
+from codemem.timeline.index import DialogueIndex
 
 T = TypeVar("T")
 # top_k may be any positive integer (10**30 included); the retrievers need a bound.
@@ -62,6 +64,7 @@ class Searcher:
         """`search`: how to search when a call does not say."""
         self.settings = settings
         self.search_config = search
+        self.turn_config = turns.DEFAULT_TURNS  # how a memory of dialogue is answered
         self.embedder = embedder
         self.store = store
         self.indexes = indexes
@@ -87,6 +90,10 @@ class Searcher:
     @property
     def _fields(self) -> CardIndexes[FieldIndex]:
         return self.indexes.fields
+
+    @property
+    def _dialogue(self) -> CardIndexes[DialogueIndex]:
+        return self.indexes.dialogue
 
     # -- Search ---------------------------------------------------------------------------
 
@@ -120,6 +127,12 @@ class Searcher:
         signals, items = self.signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES))
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
+        dialogue = self._dialogue.get(key_of(req.user_id), lambda: self.store.user_rows(
+            key_of(req.user_id), "card", ["session_key", "session_id", "metadata", "timestamp"]), self.store.changes())
+        if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
+            return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
+                                self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
+                                self.turn_config, quiet=config.quiet_below > 0)
         groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}

@@ -16,17 +16,19 @@ from codemem.ranking.fields import FieldIndex
 from codemem.ranking.locations import LocationIndex
 from codemem.ranking.releases import ReleaseIndex
 from codemem.ranking.subjects import SubjectIndex
+from codemem.timeline.index import DialogueIndex
 
 
 @dataclass
 class UserIndexes:
-    """Each user's code locations, commit subjects, releases and card fields (the last is
-    built only where the learned ranking asks for it)."""
+    """Each user's code locations, commit subjects, releases, card fields (built only where
+    the learned ranking asks for them) and conversations with the facts they state."""
 
     locations: CardIndexes[LocationIndex] = field(default_factory=lambda: CardIndexes(LocationIndex))
     subjects: CardIndexes[SubjectIndex] = field(default_factory=lambda: CardIndexes(SubjectIndex))
     releases: CardIndexes[ReleaseIndex] = field(default_factory=lambda: CardIndexes(ReleaseIndex))
     fields: CardIndexes[FieldIndex] = field(default_factory=lambda: CardIndexes(FieldIndex))
+    dialogue: CardIndexes[DialogueIndex] = field(default_factory=lambda: CardIndexes(DialogueIndex))
 
     def put(self, user_key: str, cards: Sequence[Mapping[str, object]]) -> None:
         """Cards of `user_key` just committed: each index takes them in."""
@@ -38,7 +40,7 @@ class UserIndexes:
         for indexes in self._all():
             indexes.forget(user_key)
 
-    def _all(self) -> tuple[CardIndexes[LocationIndex], CardIndexes[SubjectIndex],
-                            CardIndexes[ReleaseIndex], CardIndexes[FieldIndex]]:
-        return (self.locations, self.subjects, self.releases, self.fields)
+    def _all(self) -> tuple[CardIndexes[LocationIndex], CardIndexes[SubjectIndex], CardIndexes[ReleaseIndex],
+                            CardIndexes[FieldIndex], CardIndexes[DialogueIndex]]:
+        return (self.locations, self.subjects, self.releases, self.fields, self.dialogue)
 

@@ -229,7 +229,8 @@ class SessionWriter:
         for r in rows:
             if r.kind == "card":
                 by_user.setdefault(r.user_key, []).append({"session_key": r.session_key, "refs": r.refs,
-                                                           "metadata": r.metadata, "text": r.text})
+                                                           "metadata": r.metadata, "text": r.text,
+                                                           "session_id": r.session_id, "timestamp": r.timestamp})
         for user_key, cards in by_user.items():
             self.indexes.put(user_key, cards)
 

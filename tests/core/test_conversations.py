@@ -51,12 +51,11 @@ def test_a_question_finds_the_turn_that_answers_it_in_other_words(memory: Memory
     _add(memory, "u", "work", WORK)
     _add(memory, "u", "pets", PETS)
     hits = memory.search(SearchRequest(user_id="u", query="What kind of dog does Ana have now?", top_k=20))
+    # A memory of conversations is answered turn by turn, each turn dated (`codemem/timeline/`).
     first = hits[0]
-    assert first.session_id == "pets" and first.content.startswith("## Conversation\n5 messages, 2023-05-08")
-    assert first.metadata["conversation"] is True
+    assert first.session_id == "pets" and str(first.content).startswith("[2023-05-08] Ana: Guess what")
+    assert first.metadata["conversation"] is True and first.metadata["kind"] == "turn"
     assert not {"edited_files", "edited_symbols", "tests_passed", "errors"} & set(first.metadata)
-    evidence = first.content.split("Evidence from this session:")[1]
-    assert evidence.index("golden retriever") < evidence.index("running shoes")
 
 
 def test_an_answer_about_conversations_is_not_silenced_by_the_coding_calibration(memory: Memory) -> None:

@@ -276,9 +276,10 @@ def test_compaction_lands_while_upserts_touch_the_fragments_it_rewrites(
 
     Every round meets such an upsert, by construction rather than by the luck of thread
     timing: once the round has read the table it rewrites, a writer starts an upsert of
-    every card (holding the write lock, as GroupWriter commits), and the round goes on once
-    that upsert is waiting for the lock, or after it landed (when nothing held the lock, the
-    round then rewrites fragments the upsert changed, and its commit is refused)."""
+    every card (holding the write lock, as GroupWriter commits). When the round holds the
+    lock, the upsert waits for it whenever it gets there; when nothing holds it, the round
+    goes on only once the upsert has landed, so it rewrites fragments the upsert changed and
+    its commit is refused. No wait in it is a guess at how long a thread takes."""
     rounds = 8
     store = _loose_store(tmp_path, commits=12, rows_each=5)
 
@@ -289,10 +290,10 @@ def test_compaction_lands_while_upserts_touch_the_fragments_it_rewrites(
 
     store.append([card(c, 0) for c in range(6)])
 
-    def write(version: int, started: threading.Event) -> None:
-        started.set()
+    def write(version: int, upserted: threading.Event) -> None:
         with store.write_lock:
             store.upsert([card(c, version) for c in range(6)])
+        upserted.set()
         with store.write_lock:
             store.append(_message_rows(["more"], request=f"x{version}"))
 
@@ -301,11 +302,13 @@ def test_compaction_lands_while_upserts_touch_the_fragments_it_rewrites(
 
     def to_lance() -> object:  # what a round rewrites, read (only rounds read it here)
         dataset = real_to_lance()
-        started = threading.Event()
-        writers.append(threading.Thread(target=write, args=(len(writers) + 1, started)))
+        # The last round's writer has ended, so whoever holds the write lock now is the round.
+        round_holds_lock = store.write_lock.locked()
+        upserted = threading.Event()
+        writers.append(threading.Thread(target=write, args=(len(writers) + 1, upserted)))
         writers[-1].start()
-        assert started.wait(30)
-        writers[-1].join(timeout=0.2)  # it cannot land while the lock is held: not waited for longer
+        if not round_holds_lock:  # the upsert lands inside the rewrite
+            assert upserted.wait(60), "an upsert waited for a write lock that nothing held"
         return dataset
 
     monkeypatch.setattr(store.table, "to_lance", to_lance)

@@ -255,7 +255,9 @@ def test_a_conversation_is_not_forced_into_a_coding_card() -> None:
     assert "## Opening\nAna: Guess what, we adopted a golden retriever puppy" in text
     for coding in ("## Task", "## Outcome", "## Tests", "No file edits", "no test outcome"):
         assert coding not in text
-    assert experience.metadata == {"conversation": True} and experience.steps == []
+    # What its turns state, with their times, for the timeline (`codemem/timeline/`).
+    assert experience.metadata == {"conversation": True, "facts": [["", "golden retriever puppy", "", 1683553560000]]}
+    assert experience.steps == []
     assert experience.card.task == CHAT[0].text and not experience.card.edited_files
     long = build_experience([Message(role="user", content="Ana: " + "la " * 3000)], max_chars=600).card.text
     assert len(long) <= 600 and long.startswith("## Conversation\n1 message\n\n## Opening\nAna: la la")

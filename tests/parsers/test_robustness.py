@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import random
-import time
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,9 @@ from parsers import (
     parse_diff,
 )
 from parsers.languages import GRAMMARS
+from parsers.text import MAX_LINE_CHARS
 from tests.parsers.conftest import FIXTURES
+from tests.parsers.scan_work import count_pattern_work, work_of
 
 
 def _random_text(seed: int, size: int, encoding: str) -> str:
@@ -111,23 +114,70 @@ def test_a_line_over_a_megabyte_is_skipped() -> None:
     assert refs.exceptions == ["ValueError"]
 
 
-def test_200kb_transcript_is_fast() -> None:
-    """No pathological cost (catastrophic backtracking, quadratic scans) on a long transcript.
-    Timed in this process's CPU, which other processes on a loaded machine do not inflate as
-    they do wall time; about 50 ms idle, 0.15 s on a contended 2-core box: the bound only
-    catches a blow-up (what it costs exactly is a benchmark's figure, not a test's)."""
+def _transcript(chars: int) -> str:
+    """`chars` characters of the parser fixtures (tracebacks, diffs, test output, prose), repeated."""
     parts = [p.read_text() for p in sorted(FIXTURES.glob("t*/*"))]
     parts += [p.read_text() for p in sorted(FIXTURES.glob("diffs/*.diff"))]
     base = "\n\n".join(parts)
-    text = (base * (200_000 // len(base) + 1))[:200_000]
-    extract_text_refs(text)  # warm caches (query compilation)
-    assert min(_cpu_s(text) for _ in range(3)) < 1.0
+    return (base * (chars // len(base) + 1))[:chars]
 
 
-def _cpu_s(text: str) -> float:
-    started = time.process_time()
-    extract_text_refs(text)
-    return time.process_time() - started
+def _long_lines(unit: str, lines: int) -> str:
+    """`lines` lines of `unit` repeated to the longest line that is read."""
+    return ((unit * (MAX_LINE_CHARS // len(unit)))[:MAX_LINE_CHARS] + "\n") * lines
+
+
+# Texts whose reading must cost work in proportion to their size: a transcript, and hostile
+# shapes made as large as the parsers read them (lines at the length limit, short lines by
+# the thousand, random bytes).
+GROWING = {
+    "transcript": _transcript(50_000),
+    "dotted": _long_lines("a.", 10),
+    "frames": _long_lines('File "a.py", line ', 10),
+    "backticks": _long_lines("`", 10),
+    "calls": _long_lines("at (", 10),
+    "prompts": _long_lines("$ ", 10),
+    "fences": "```\n" * 5_000,
+    "hunk-headers": "@@ -1,2 +1,2 @@\n" * 3_000,
+    "random": RANDOM[0],
+}
+
+
+def _calls(run: Callable[[], object]) -> int:
+    """Python and C function calls made while `run()` runs."""
+    made = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal made
+        made += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return made
+
+
+@pytest.mark.parametrize("name", GROWING)
+def test_work_grows_in_proportion_to_the_text(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """No quadratic scan, the blow-up a long transcript could meet: reading a text twice over
+    costs at most twice the work of reading it once, and a few dozen passes over it at most.
+    Work is counted two ways that a busy machine does not change: the characters the parsers'
+    patterns go over (`tests/parsers/scan_work.py`), and the function calls made. What it
+    costs in CPU time is `eval.load.parse_cost`'s figure."""
+    text = GROWING[name]
+    twice = text + "\n" + text
+    work = count_pattern_work(monkeypatch)
+    extract_text_refs(twice)  # caches (compiled queries, memoised names) warm for both reads
+    once_work, once_calls = work_of(work, lambda: extract_text_refs(text)), _calls(lambda: extract_text_refs(text))
+    twice_work, twice_calls = work_of(work, lambda: extract_text_refs(twice)), _calls(lambda: extract_text_refs(twice))
+    assert once_work.chars <= 64 * len(text), once_work
+    assert once_calls <= 16 * len(text), once_calls
+    # Twice the text, at most twice the work (and a little for what is done once per text).
+    assert twice_work.chars <= 2.1 * once_work.chars + 1_000, (once_work, twice_work)
+    assert twice_work.calls <= 2.1 * once_work.calls + 100, (once_work, twice_work)
+    assert twice_calls <= 2.1 * once_calls + 1_000, (once_calls, twice_calls)
 
 
 @settings(max_examples=150, deadline=None, database=None,

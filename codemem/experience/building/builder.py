@@ -26,6 +26,7 @@ from codemem.experience.building.tracker import EditRecord, SessionFacts, Tracke
 from codemem.experience.recognising import reasoning
 from codemem.experience.recognising.message import recognise_events
 from codemem.experience.types import CONVERSATION, Experience, ExperienceCard
+from codemem.timeline.index import FACTS, facts_metadata
 
 TASK_WORDS = 300
 ROOT_CAUSES = 3
@@ -220,8 +221,14 @@ def _conversation_experience(messages: Sequence[Message], task: str, max_chars: 
     card = ExperienceCard(task=task, outcome=CONVERSATION_OUTCOME)
     text = render_conversation(task, len(messages), min(stamps) if stamps else None,
                                max(stamps) if stamps else None, max_chars)
+    metadata: dict[str, object] = {CONVERSATION: True}
+    # What its turns state (choices and what they replace), with their times: a later
+    # session's statement marks an earlier one superseded (`codemem/timeline/`).
+    stated = facts_metadata([_message_text(m) for m in messages], [getattr(m, "timestamp", None) for m in messages])
+    if stated:
+        metadata[FACTS] = stated
     return Experience(card=msgspec.structs.replace(card, text=text), terms=_terms(task, [], [], []),
-                      metadata={CONVERSATION: True})
+                      metadata=metadata)
 
 
 def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> Experience:

@@ -1,0 +1,177 @@
+"""Statements of a choice and what they replace, read by patterns, without a model.
+
+"We switched from Alembic to Aerich for migrations", "the API now uses JWT instead of
+sessions", "we no longer use Redis", "our CI is GitHub Actions", "the timeout was raised to
+30 seconds": each is a `Fact` with a value, the subject it is a value of where the sentence
+says (a short noun phrase, keyed by its last word: "database migrations" and "migrations"
+are one subject), and the value it replaces where it names one. Two facts of one user are
+compared in `supersedes`: a later one replaces an earlier one of the same subject with
+another value, or one whose value it names as replaced.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+# A value: a name, a version, a number with its unit; a few words at most, up to the first
+# word that starts a clause. Subjects likewise.
+_STOP = (r"(?:for|because|since|as|and|but|so|which|that|who|when|while|after|before|in|on|at|"
+         r"from|to|instead|now|anymore|any|these|this|with|by|last|yesterday|today|again|too|though|if)")
+_PHRASE = rf"(?P<{{name}}>(?:(?!{_STOP}\b)[\w.+#/@-]+)(?:\s+(?!{_STOP}\b)[\w.+#/@-]+){{{{0,3}}}})"
+
+
+def _p(name: str) -> str:
+    return _PHRASE.format(name=name)
+
+
+_VAL, _OLD, _SUBJ, _SUBJ2 = _p("value"), _p("old"), _p("subject"), _p("subject2")
+# A value followed by a fixed phrase ("... instead of X") may hold "with" ("OAuth with Keycloak").
+_VALW = rf"(?P<value>[\w.+#/@-]+(?:\s+(?!{_STOP.replace('with|', '')}\b)[\w.+#/@-]+){{0,3}})"
+_FOR = rf"(?:\s+(?:for|as)\s+(?:(?:the|our|all|a|an|its|their|my)\s+)?{_SUBJ})?"
+_WE = r"(?:we|we've|we're|we'll|i|i've|they|the team|the project|it|our team|let's|let us)"
+_PATTERNS: list[re.Pattern[str]] = [re.compile(p, re.I) for p in (
+    # "S now uses Y instead of X"
+    rf"\b(?:the\s+|our\s+)?{_SUBJ}\s+(?:now\s+)?(?:uses|is using|runs on|is on|is handled by|is done with)\s+{_VALW}\s+"
+    rf"(?:instead of|rather than|in place of)\s+{_OLD}",
+    # "for S we went with Y"
+    rf"\bfor\s+(?:the\s+|our\s+)?{_SUBJ},?\s+{_WE}\s+(?:now\s+)?(?:went with|go with|use|chose|picked|settled on|"
+    rf"are using|are on|decided on|adopted)\s+{_VAL}",
+    # "switched from X to Y (for S)", "moved our S from X to Y"
+    rf"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|change|changed|changing|"
+    rf"went|go|going|port|ported|porting|transition|transitioned)\s+(?:over\s+)?"
+    rf"(?:(?:(?:the|our|all)\s+)?{_SUBJ2}\s+)?from\s+{_OLD}\s+(?:over\s+)?to\s+{_VAL}{_FOR}",
+    # "replaced X with Y (for S)"
+    rf"\b(?:replace|replaced|replacing|swap|swapped|swapping)\s+(?:the\s+|our\s+)?{_OLD}\s+(?:with|for|by)\s+{_VAL}{_FOR}",
+    # "use Y instead of X (for S)", "went with Y rather than X"
+    rf"\b(?:use|uses|using|used|chose|choose|picked|pick|went with|go with|going with|settled on|adopted|adopt|"
+    rf"decided on|prefer|run|runs|running|deploy to|host on)\s+{_VALW}\s+(?:instead of|rather than|in place of|over)\s+{_OLD}{_FOR}",
+    # "Y replaces X", "Y is replacing X"
+    rf"\b{_VAL}\s+(?:now\s+)?(?:replaces|replaced|is replacing|has replaced|supersedes)\s+{_OLD}{_FOR}",
+    # "upgraded S to Y", "bumped S to Y", "set S to Y", "raised the S to Y"
+    rf"\b(?:upgrade|upgraded|upgrading|bump|bumped|bumping|set|raise|raised|lower|lowered|increase|increased|"
+    rf"decrease|decreased|pin|pinned|update|updated|downgrade|downgraded|reduce|reduced)\s+(?:the\s+|our\s+)?{_SUBJ}"
+    rf"\s+(?:from\s+{_OLD}\s+)?to\s+{_VAL}",
+    # "the S is now Y", "the S was raised to Y", "our S is Y"
+    rf"\b(?:the|our)\s+{_SUBJ}\s+(?:is|are|was|were|has been|have been)\s+(?:now\s+|also\s+)?"
+    rf"(?:(?:set|bumped|raised|lowered|changed|moved|upgraded|switched|increased|reduced|pinned|updated)\s+)?"
+    rf"(?:(?:from\s+{_OLD}\s+)?to\s+)?{_VAL}",
+    # "we (now) use Y for S", "we're going with Y for S", "we settled on Y for S"
+    rf"\b{_WE}\s+(?:now\s+|still\s+|currently\s+|also\s+)?(?:(?:are|is|have|will|'re)\s+)?(?:now\s+)?"
+    rf"(?:use|uses|using|went with|go with|going with|settled on|decided on|picked|chose|adopted|standardi[sz]ed on|"
+    rf"rely on|run|are on|is on|on|deploy to|deploying to|host on|store \w+ in|keep \w+ in)\s+{_VAL}{_FOR}",
+    # "S now uses Y", "S runs on Y"
+    rf"\b(?:the\s+|our\s+)?{_SUBJ}\s+(?:now\s+)?(?:uses|runs on|is built on|is built with|lives in|is hosted on|is deployed to)\s+{_VAL}",
+)]
+_DROPPED = [re.compile(p, re.I) for p in (
+    rf"\b(?:no longer|don't|do not|stopped|stop|quit|not)\s+(?:use|uses|using|need|needs|rely on)\s+{_OLD}",
+    rf"\b(?:dropped|removed|ditched|retired|abandoned|got rid of)\s+(?:the\s+|our\s+)?{_OLD}",
+    rf"\b{_OLD}\s+(?:is|are)\s+(?:gone|out|retired|dead|no more)\b",
+)]
+_DETERMINERS = {"the", "our", "a", "an", "all", "its", "their", "my", "this", "that", "we", "new", "old", "current"}
+_VAGUE = {"it", "them", "that", "this", "something", "things", "stuff", "one", "way", "lot", "bit", "same", "thing",
+          "here", "there", "time", "now", "well", "you", "me", "us", "him", "her", "what", "sure", "really",
+          "much", "more", "less", "too", "very", "just", "also", "not", "be", "been", "being", "going", "out",
+          "up", "back", "down", "over", "off", "again", "home", "work", "some", "and", "or"}
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One stated choice: `value` (normalised), the `subject` it is a value of (its key, the
+    phrase's last word, singular; "" where unsaid) and the value it `replaces` ("" where unsaid).
+    A statement that something is no longer used has no value and names what it replaces."""
+
+    subject: str
+    value: str
+    replaces: str = ""
+
+    def to_json(self) -> list[str]:
+        return [self.subject, self.value, self.replaces]
+
+    @classmethod
+    def from_json(cls, raw: object) -> Fact | None:
+        if isinstance(raw, list) and len(raw) == 3 and all(isinstance(x, str) for x in raw):
+            return cls(raw[0], raw[1], raw[2])
+        return None
+
+
+def facts(text: str) -> list[Fact]:
+    """The facts stated in `text`, sentence by sentence, at most one choice and one drop per
+    sentence (the first pattern that reads it). Cached: a Search reads the facts of every
+    candidate turn, and the same turns come back for many questions."""
+    return list(_facts(text))
+
+
+@functools.lru_cache(maxsize=32_768)
+def _facts(text: str) -> tuple[Fact, ...]:
+    out: list[Fact] = []
+    for sentence in _SENTENCE.split(text):
+        if "?" in sentence:  # a question states nothing
+            continue
+        for pattern in _PATTERNS:
+            m = pattern.search(sentence)
+            if m is None:
+                continue
+            fact = _fact(m)
+            if fact is not None:
+                out.append(fact)
+                break
+        for dropped in _DROPPED:
+            if (d := dropped.search(sentence)) is not None and (old := _norm(d.group("old"))):
+                if any(f.replaces == old or f.value == old for f in out):
+                    break
+                if out and not out[-1].replaces and out[-1].value:  # "X is gone, we're on Y": Y replaces X
+                    out[-1] = Fact(out[-1].subject, out[-1].value, old)
+                else:
+                    out.append(Fact("", "", old))
+                break
+    return tuple(dict.fromkeys(out))
+
+
+def _fact(m: re.Match[str]) -> Fact | None:
+    groups = m.groupdict()
+    value = _norm(groups.get("value") or "")
+    if not value:
+        return None
+    subject = subject_key(groups.get("subject") or groups.get("subject2") or "")
+    old = _norm(groups.get("old") or "")
+    if old == value:
+        return None
+    return Fact(subject, value, old)
+
+
+def _norm(phrase: str) -> str:
+    """A value as compared: lower case, determiners off the front, trailing punctuation off;
+    "" for a pronoun or a filler word, which names no value."""
+    words = [w.strip(".,:;!'\"()") for w in phrase.lower().split()]
+    while words and words[0] in _DETERMINERS:
+        words.pop(0)
+    words = [w for w in words if w]
+    if not words or all(w in _VAGUE for w in words):
+        return ""
+    return " ".join(words)
+
+
+def subject_key(phrase: str) -> str:
+    """A subject as compared: its normalised phrase's last word, singular."""
+    norm = _norm(phrase)
+    if not norm:
+        return ""
+    last = norm.split()[-1]
+    if len(last) > 3 and last.endswith("ies"):
+        return last[:-3] + "y"
+    if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
+        return last[:-1]
+    return last
+
+
+def supersedes(later: Fact, earlier: Fact) -> bool:
+    """Whether `later` (stated after `earlier`) replaces it: it names `earlier`'s value as
+    what it replaces, or it gives the same subject another value."""
+    if earlier.value and later.replaces and later.replaces == earlier.value:
+        return True
+    if earlier.value and later.replaces and later.replaces == earlier.replaces and later.value != earlier.value:
+        return bool(later.value)
+    return bool(earlier.subject and earlier.subject == later.subject and later.value and later.value != earlier.value)

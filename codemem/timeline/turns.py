@@ -1,0 +1,260 @@
+"""A Search answer from a memory of dialogue: turns, not experience cards, each dated.
+
+Where the best sessions are people talking (LoCoMo-style conversations, project chat), the
+answer to a question is a statement in one turn, and a card per session would spend the
+reader's window on whole sessions. Here each candidate turn is scored by the retrievers'
+fused item score and its session's score, then:
+
+- a question about the current state ("now", "currently", "latest", "still") puts a turn
+  whose fact a later statement replaced after its replacement, and every question keeps a
+  replacement found among the candidates ahead of what it replaced (newest first);
+- a turn that states a choice (`facts.py`) of the question's subject is lifted above turns
+  that only mention the subject (`TurnConfig.fact_boost`);
+- turns are chosen greedily, each pick's score discounted per turn already chosen from its
+  session (a maximal-marginal-relevance choice by session; `TurnConfig.session_discount`,
+  and `time_discount` for a question about when, first, last, before or after), so that an
+  answer spanning sessions need not be filled from one; the default is no discount;
+- a question whose subject the memory seems not to hold (`present_probability`, fitted on
+  the dev questions by `python -m eval.quality.timeline --calibrate`) gets a quiet answer: its
+  first few turns only, marked `quiet`;
+- each item is `[date] text`, with its relative dates resolved against the session's date
+  and, where superseded, the session and date that replaced it (also in `metadata`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from codemem import times
+from codemem.clip import clip_middle
+from codemem.contract.types import Hit
+from codemem.ranking.shape import within_budget
+from codemem.ranking.types import Candidate
+from codemem.timeline.dates import day_of, resolve
+from codemem.timeline.facts import Fact, facts
+from codemem.timeline.index import DialogueIndex, Stated
+
+_ENCODER = msgspec.json.Encoder()
+_CURRENT = re.compile(r"\b(now|currently|current|latest|still|these days|at the moment|today|anymore|any more|"
+                      r"right now|presently|nowadays|most recent|newest|switched|changed|replaced)\b", re.I)
+_TIME = re.compile(r"\b(when|first|last|before|after|earlier|later|since|until|how long|what date|which date|"
+                   r"what year|what month|ago|recently|previous|originally)\b", re.I)
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#.-]*[a-z0-9+#]|[a-z0-9]", re.I)
+_STOPWORDS = frozenset("""a an the and or but of to in on at for with by from as is are was were be been being do does did
+have has had what which who whom whose when where why how that this these those it its we our us you your they
+their them i me my he she his her him not no any some all can could would should will shall may might must about
+into over under than then there here so if also just only ever very much many more most use used uses using
+now currently current latest still first last before after did does do go went get got make made like one ones
+time times kind sort thing things""".split())
+
+
+@dataclass(frozen=True)
+class TurnConfig:
+    """How turns are scored and chosen; `python -m eval.quality.timeline --calibrate` fits the quiet model."""
+
+    candidates: int = 150  # turns read and scored
+    session_weight: float = 0.6  # the session's fused score's share beside the turn's own (each scaled to the best)
+    # Each turn already chosen from a session multiplies the next one's score by this (1: no
+    # diversification): measured on the dev questions, 0.7 lost LoCoMo evidence and gained
+    # nothing on the timeline fixtures, so it is off unless set.
+    session_discount: float = 1.0
+    time_discount: float = 1.0  # ... when the question is about time
+    superseded_factor: float = 0.35  # a superseded turn's score, times this, for a question about now
+    fact_boost: float = 0.5  # a turn stating a choice of the question's subject: its score times 1 + this
+    neighbour_weight: float = 0.0  # a turn gains this share of the score of the turn before it (a reply to what matched)
+    max_turn_chars: int = 1_500
+    # Quiet (nothing in memory on the subject): P(present) = sigmoid(bias + cosine * the best
+    # session's cosine + coverage * the share of the question's words the best turns hold);
+    # below `quiet_below` the answer is the first `quiet_turns` turns only, marked quiet.
+    # Fitted by class-weighted logistic regression on the dev questions (the timeline
+    # fixtures' dev projects and LoCoMo dev), the threshold by Youden's J on out-of-fold
+    # probabilities, one project or conversation held out at a time
+    # (`python -m eval.quality.timeline --calibrate`, eval/results/timeline-quiet.json).
+    quiet_bias: float = -14.2132
+    quiet_cosine: float = 29.9477
+    quiet_coverage: float = 8.5626
+    quiet_below: float = 0.4239
+    quiet_turns: int = 3
+    coverage_turns: int = 10  # the best turns `coverage` reads
+
+
+DEFAULT_TURNS = TurnConfig()
+
+
+def is_dialogue(scores: Mapping[str, float], index: DialogueIndex, look_at: int = 5) -> bool:
+    """Whether the best `look_at` sessions are all conversations (and there is one)."""
+    best = sorted(scores, key=lambda k: scores[k], reverse=True)[:look_at]
+    return bool(best) and all(index.conversation(k) for k in best)
+
+
+def words(text: str) -> set[str]:
+    """Content words, lower case, cut to 6 characters (a crude stem: "migrations" meets "migration")."""
+    return {w.lower()[:6] for w in _WORD.findall(text) if w.lower() not in _STOPWORDS and len(w) > 1}
+
+
+def present_probability(best_cosine: float, covered: float, config: TurnConfig) -> float:
+    """How likely the memory holds the question's subject, from the best cosine and the share
+    of the question's content words the best turns hold (`coverage`)."""
+    z = config.quiet_bias + config.quiet_cosine * best_cosine + config.quiet_coverage * covered
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def coverage(question: str, texts: Sequence[str]) -> float:
+    """The largest share of the question's content words that one of `texts` holds."""
+    asked = words(question)
+    if not asked:
+        return 1.0
+    return max((len(asked & words(t)) / len(asked) for t in texts), default=0.0)
+
+
+@dataclass
+class _Turn:
+    row: dict[str, Any]
+    score: float
+    ms: int
+    superseded: tuple[Stated, Stated] | None = None
+    facts: list[Fact] = field(default_factory=list)
+
+
+def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[str, float], best_cosine: float,
+           index: DialogueIndex, read: Callable[[list[str]], list[Candidate]], user_id: str, top_k: int,
+           budget_tokens: int, max_bytes: int, config: TurnConfig = DEFAULT_TURNS, quiet: bool = True) -> list[Hit]:
+    """The answer's items, best first: dated turns of the conversations among `items`
+    (the retrievers' fused items, best first); only the first few, marked quiet, when the
+    subject seems absent (unless `quiet` is off: a search configured never to be quiet)."""
+    best_session = max(session_scores.values(), default=0.0) or 1.0
+    chosen = [c for c in items if c.fields.get("kind") == "message" and index.conversation(str(c.fields["session_key"]))]
+    chosen = chosen[: config.candidates]
+    rows = {c.id: c.fields for c in read([c.id for c in chosen]) if c.fields.get("user_id") == user_id}
+    best_item = max((c.score for c in chosen), default=0.0) or 1.0
+    turns: list[_Turn] = []
+    for c in chosen:
+        row = rows.get(c.id)
+        if row is None or not str(row["text"]).strip():
+            continue
+        prior = session_scores.get(str(row["session_key"]), 0.0) / best_session
+        score = (1 - config.session_weight) * c.score / best_item + config.session_weight * prior
+        turns.append(_Turn(row, score, times.source_ms(row)))
+    if not turns:
+        return []
+    if config.neighbour_weight:
+        _lift_replies(turns, config.neighbour_weight)
+    ordered = sorted(turns, key=lambda t: -t.score)
+    covered = coverage(question, [str(t.row["text"]) for t in ordered[: config.coverage_turns]])
+    present = present_probability(best_cosine, covered, config)
+    silent = quiet and present < config.quiet_below
+    _mark_superseded(turns, index)
+    _boost_facts(turns, words(question), config.fact_boost)
+    _newest_first(turns, bool(_CURRENT.search(question)), config)
+    discount = config.time_discount if _TIME.search(question) else config.session_discount
+    picked = _diversify(turns, discount, min(top_k, config.quiet_turns) if silent else top_k)
+    hits = [_hit(t, index, config) for t in picked]
+    if silent:  # what is nearest, in case the calibration is wrong, and little of it
+        for h in hits:
+            h.metadata["quiet"] = True
+    hits[0].metadata["subject_present"] = {"probability": round(present, 4), "cosine": round(best_cosine, 4),
+                                           "coverage": round(covered, 4)}
+    return within_budget(hits, _size, budget_tokens, max_bytes)
+
+
+def _lift_replies(turns: Sequence[_Turn], weight: float) -> None:
+    """Each turn gains `weight` of the score of the candidate turn just before it in its
+    chunk: an answer often replies to the turn that shares the question's words."""
+    def place(t: _Turn) -> tuple[str, str, int]:
+        return str(t.row["session_key"]), str(t.row["metadata"]), int(t.row["position"])
+
+    before = {place(t): t.score for t in turns}
+    for t in turns:
+        key, chunk, position = place(t)
+        t.score += weight * before.get((key, chunk, position - 1), 0.0)
+
+
+def _mark_superseded(turns: Sequence[_Turn], index: DialogueIndex) -> None:
+    for t in turns:
+        t.facts = facts(str(t.row["text"]))
+        for fact in t.facts:
+            if fact.value and (found := index.superseded(fact, t.ms, str(t.row["session_key"]))) is not None:
+                t.superseded = found
+                break
+
+
+def _boost_facts(turns: Sequence[_Turn], asked: set[str], boost: float) -> None:
+    """A turn that states a choice whose subject or value the question names is what a
+    question about a choice asks for, more than a turn that only mentions the subject."""
+    for t in turns:
+        if any(words(" ".join((f.subject, f.value, f.replaces))) & asked for f in t.facts):
+            t.score *= 1 + boost
+
+
+def _newest_first(turns: Sequence[_Turn], current: bool, config: TurnConfig) -> None:
+    """A superseded turn goes below the candidate turns of the sessions that replaced it; for
+    a question about now, its score is also discounted."""
+    by_session: dict[str, list[_Turn]] = {}
+    for t in turns:
+        by_session.setdefault(str(t.row["session_key"]), []).append(t)
+    for t in turns:
+        if t.superseded is None:
+            continue
+        if current:
+            t.score *= config.superseded_factor
+        for stated in t.superseded:
+            stated_words = {stated.fact.value, stated.fact.replaces} - {""}
+            for other in by_session.get(stated.session_key, []):
+                text = str(other.row["text"]).lower()
+                if other.superseded is None and any(v in text for v in stated_words) and other.score <= t.score:
+                    other.score = t.score * 1.001
+
+
+def _diversify(turns: Sequence[_Turn], discount: float, top_k: int) -> list[_Turn]:
+    """Greedy choice: each pick's score is discounted by `discount` per turn already picked
+    from its session."""
+    left = sorted(turns, key=lambda t: -t.score)
+    if discount >= 1.0:  # no discount: the best first
+        return left[:top_k]
+    picked: list[_Turn] = []
+    per_session: dict[str, int] = {}
+    while left and len(picked) < top_k:
+        best = max(range(len(left)), key=lambda i: left[i].score * discount ** per_session.get(str(left[i].row["session_key"]), 0))
+        t = left.pop(best)
+        key = str(t.row["session_key"])
+        per_session[key] = per_session.get(key, 0) + 1
+        picked.append(t)
+    return picked
+
+
+def _hit(t: _Turn, index: DialogueIndex, config: TurnConfig) -> Hit:
+    row = t.row
+    text, omitted = clip_middle(str(row["text"]), config.max_turn_chars)
+    day = day_of(t.ms).isoformat()
+    meta: dict[str, object] = {"kind": "turn", "role": row["role"], "date": day, "timestamp": row["timestamp"],
+                               "conversation": True}
+    notes = []
+    resolved = resolve(text, t.ms)
+    if resolved:
+        meta["dates"] = {r.phrase: r.label() for r in resolved}
+        notes.append("; ".join(f'"{r.phrase}" = {r.label()}' for r in resolved))
+    if t.superseded is not None:
+        first, latest = t.superseded
+        meta["superseded_by"] = {"session_id": first.session_id, "date": day_of(first.ms).isoformat(),
+                                 "value": first.fact.value or None}
+        if latest is not first:
+            meta["current"] = {"session_id": latest.session_id, "date": day_of(latest.ms).isoformat(),
+                               "value": latest.fact.value or None}
+        now = latest.fact.value or "dropped"
+        notes.append(f"superseded on {day_of(first.ms).isoformat()}: now {now}")
+    if omitted:
+        meta["omitted_chars"] = omitted
+    content = f"[{day}] {text}" + (f" ({'; '.join(notes)})" if notes else "")
+    meta["stored_at"] = times.iso(int(row["created_at"]))
+    return Hit(id=str(row["id"]), content=content, score=round(t.score, 6), created_at=times.iso(t.ms),
+               session_id=str(row["session_id"]), metadata=meta)
+
+
+def _size(hit: Hit) -> int:
+    return len(_ENCODER.encode(hit.content)) + 256

@@ -1,0 +1,285 @@
+"""Project memory over time: dated project-chat sessions whose choices change, scored by the
+sessions that hold each answer, with BM25 over whole sessions side by side in the same run.
+
+    python -m eval.quality.timeline                  # dev projects (eval/data/timeline, split "dev")
+    python -m eval.quality.timeline --split heldout  # the held-out projects: scored once, choices fixed
+    python -m eval.quality.timeline --calibrate      # fit the quiet model (dev projects + LoCoMo dev)
+
+Data: `eval/data/timeline/*.json` (`python -m eval.quality.timeline_fixtures` writes them). Each
+project is Added in-process into its own user_id of a fresh `Memory` (one Add per session,
+each message with its session's timestamp), then each question is Searched (top_k 100) by
+`Memory.search`, the core of the HTTP Search.
+
+Scores, per system, over the questions that have an answer:
+- hit@1: the first item's session holds the answer;
+- newest first (kind `update`): among the items from sessions that stated a value of the
+  subject, the first is from the newest of them; and, for codemem, whether an older value's
+  item came back marked `superseded_by`;
+- date (kind `when`): the first item from the session that holds the change shows the day
+  the change was made (`[date]` or a resolved relative date);
+- session recall within 2k tokens and within the first 10 items (kind `multi`): share of
+  the answer's sessions seen;
+- absent (kind `absent`): tokens (characters / 4) of absent answers over those of the others,
+  the share of absent answers that are quiet (empty, or marked quiet), and the share of the
+  others that are (wrongly quiet).
+
+BM25 (bm25s, the replay's tokenizer) over whole sessions, each session's text as sent,
+ranked best first, its answer the sessions with a positive score; scored by the same code.
+
+`--calibrate` fits P(subject present) = sigmoid(w . [1, best cosine, coverage]) by class-
+weighted logistic regression on the dev projects' questions and the LoCoMo dev questions
+(all of which have an answer), and picks the threshold by leave-one-source-out: for each
+project or conversation, fitted on the others and scored on it; the threshold maximising
+Youden's J on the pooled out-of-fold probabilities. Writes `OUT.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message, SearchRequest
+from codemem.memory import Memory
+from codemem.timeline.turns import DEFAULT_TURNS, TurnConfig
+from eval._paths import RESULTS
+from eval._provenance import provenance, write_result
+from eval.replay.baselines import Bm25Index, Doc, Tokenizer
+from eval.replay.metrics import CHARS_PER_TOKEN, content_text
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "timeline"
+TOP_K = 100
+WINDOW = 2_000  # tokens
+
+
+def load(split: str, data: Path = DATA) -> list[dict[str, Any]]:
+    return [p for f in sorted(data.glob("*.json")) if (p := json.loads(f.read_text()))["split"] == split]
+
+
+def ingest(memory: Memory, project: dict[str, Any]) -> str:
+    user = f"timeline:{project['project']}"
+    for s in project["sessions"]:
+        memory.add(AddRequest(request_id=f"{user}:{s['id']}", user_id=user, session_id=f"{user}:{s['id']}",
+                              messages=[Message(role=m["role"], content=m["content"], timestamp=m["timestamp"])
+                                        for m in s["messages"]]))
+    return user
+
+
+@dataclasses.dataclass
+class Answer:
+    """One system's answer to one question, as what the scorer reads."""
+
+    sessions: list[str]  # per item, the fixture session id
+    texts: list[str]
+    superseded: list[bool]  # per item, marked superseded (codemem only)
+    features: dict[str, float] | None = None  # codemem's subject_present figures, when given
+    quiet: bool = False  # codemem's answer was quiet (the subject seemed absent)
+
+    @property
+    def tokens(self) -> float:
+        return sum(len(t) for t in self.texts) / CHARS_PER_TOKEN
+
+
+def codemem_answer(memory: Memory, user: str, question: str) -> Answer:
+    hits = memory.search(SearchRequest(user_id=user, query=question, top_k=TOP_K))
+    sessions = [h.session_id.rsplit(":", 1)[-1] for h in hits]
+    features = hits[0].metadata.get("subject_present") if hits else None
+    return Answer(sessions, [content_text(h.content) for h in hits], [bool(h.metadata.get("superseded_by")) for h in hits],
+                  features if isinstance(features, dict) else None, bool(hits) and bool(hits[0].metadata.get("quiet")))
+
+
+def bm25_answers(project: dict[str, Any], tok: Tokenizer) -> dict[str, Answer]:
+    docs = {s["id"]: "\n".join(m["content"] for m in s["messages"]) for s in project["sessions"]}
+    index = Bm25Index([Doc(k, v) for k, v in docs.items()], [tok(v) for v in docs.values()])
+    out = {}
+    for q in project["questions"]:
+        found = index.search(tok(q["question"]), TOP_K)  # positive scores only
+        out[q["question"]] = Answer([d.session_id for d in found], [docs[d.session_id] for d in found], [False] * len(found))
+    return out
+
+
+def score(project: dict[str, Any], answers: dict[str, Answer]) -> list[dict[str, Any]]:
+    """Per question: what the summary counts."""
+    dates = {s["id"]: s["date"][:10] for s in project["sessions"]}
+    out = []
+    for q in project["questions"]:
+        a = answers[q["question"]]
+        row: dict[str, Any] = {"project": project["project"], "kind": q["kind"], "tokens": a.tokens, "empty": not a.texts,
+                              "quiet": a.quiet or not a.texts}
+        gold = set(q["sessions"])
+        if gold:
+            row["hit1"] = bool(a.sessions) and a.sessions[0] in gold
+            seen, used = set(), 0.0
+            for sid, text in zip(a.sessions, a.texts, strict=True):
+                if used > WINDOW:
+                    break
+                seen.add(sid)
+                used += len(text) / CHARS_PER_TOKEN
+            row["recall2k"] = len(gold & seen) / len(gold)
+            row["recall10"] = len(gold & set(a.sessions[:10])) / len(gold)
+        if q["kind"] == "update":
+            related = set(q["related"])
+            first = next((s for s in a.sessions if s in related), None)
+            row["newest_first"] = first == q["sessions"][0]
+            # Items of older sessions that state a value of the subject: each must be marked.
+            values = [v.lower() for v in q["values"]]
+            older = [i for i, s in enumerate(a.sessions)
+                     if s in related and s != q["sessions"][0] and any(v in a.texts[i].lower() for v in values)]
+            row["older_returned"] = bool(older)
+            row["older_marked"] = bool(older) and all(a.superseded[i] for i in older)
+        if q["kind"] == "when":
+            text = next((t for s, t in zip(a.sessions, a.texts, strict=True) if s in gold), "")
+            row["date_shown"] = q["date"] in text or (q["date"] == dates[q["sessions"][0]] and bool(text))
+        if a.features is not None:
+            row["features"] = a.features
+        out.append(row)
+    return out
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def mean(xs: Sequence[float]) -> float | None:
+        return round(sum(xs) / len(xs), 4) if xs else None
+
+    answered = [r for r in rows if "hit1" in r]
+    absent = [r for r in rows if r["kind"] == "absent"]
+    updates = [r for r in rows if r["kind"] == "update"]
+    others_tokens = mean([r["tokens"] for r in answered]) or 0.0
+    out = {
+        "questions": len(rows), "answered": len(answered), "absent": len(absent),
+        "hit1": mean([r["hit1"] for r in answered]),
+        "recall2k": mean([r["recall2k"] for r in answered]),
+        "newest_first": f"{sum(r['newest_first'] for r in updates)}/{len(updates)}",
+        "newest_first_share": mean([r["newest_first"] for r in updates]),
+        "older_marked": f"{sum(r['older_marked'] for r in updates)}/{sum(r['older_returned'] for r in updates)}",
+        "date_shown": mean([r["date_shown"] for r in rows if "date_shown" in r]),
+        "multi_recall2k": mean([r["recall2k"] for r in answered if r["kind"] == "multi"]),
+        "multi_recall10": mean([r["recall10"] for r in answered if r["kind"] == "multi"]),
+        "absent_tokens_ratio": round((mean([r["tokens"] for r in absent]) or 0.0) / others_tokens, 4) if others_tokens else None,
+        "absent_quiet": mean([r["quiet"] for r in absent]),
+        "answered_quiet": mean([r["quiet"] for r in answered]),
+        "tokens_p50_answered": sorted(r["tokens"] for r in answered)[len(answered) // 2] if answered else None,
+    }
+    out["by_kind_hit1"] = {k: mean([r["hit1"] for r in answered if r["kind"] == k])
+                           for k in sorted({r["kind"] for r in answered})}
+    return out
+
+
+def run(projects: list[dict[str, Any]], config: TurnConfig) -> dict[str, list[dict[str, Any]]]:
+    tok = Tokenizer()
+    rows: dict[str, list[dict[str, Any]]] = {"codemem": [], "bm25-sessions": []}
+    with tempfile.TemporaryDirectory() as tmp, Memory(Settings(data_dir=tmp, compact_interval_s=0)) as memory:
+        memory.turn_config = config
+        for p in projects:
+            user = ingest(memory, p)
+            answers = {q["question"]: codemem_answer(memory, user, q["question"]) for q in p["questions"]}
+            rows["codemem"] += score(p, answers)
+            rows["bm25-sessions"] += score(p, bm25_answers(p, tok))
+    return rows
+
+
+# -- calibration ------------------------------------------------------------------------------
+
+def _locomo_features(config: TurnConfig) -> list[tuple[str, float, float]]:
+    """(conversation, cosine, coverage) of each LoCoMo dev question, quiet off."""
+    from eval.quality.locomo import LOCOMO, chunks, load_conversation
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp, Memory(Settings(data_dir=tmp, compact_interval_s=0)) as memory:
+        memory.turn_config = config
+        for f in sorted(LOCOMO.glob("*.json")):
+            conv = load_conversation(f)
+            for n, turns in conv.sessions().items():
+                for c, chunk in enumerate(chunks(turns)):
+                    memory.add(AddRequest(request_id=f"{conv.name}:{n}:{c}", user_id=conv.name, session_id=f"{conv.name}:{n}",
+                                          messages=[Message(role="user" if t.role == "user" else "assistant", content=t.content,
+                                                                    timestamp=t.timestamp) for t in chunk]))
+            for q in conv.questions:
+                hits = memory.search(SearchRequest(user_id=conv.name, query=q.question, top_k=TOP_K))
+                feats = hits[0].metadata.get("subject_present") if hits else None
+                if isinstance(feats, dict):
+                    out.append((conv.name, float(feats["cosine"]), float(feats["coverage"])))
+    return out
+
+
+def _fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> np.ndarray:
+    """Class-weighted logistic regression by Newton's method; x has a leading column of ones."""
+    w = np.zeros(x.shape[1])
+    weight = np.where(y == 1, 0.5 / max(y.mean(), 1e-9), 0.5 / max(1 - y.mean(), 1e-9))
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-x @ w))
+        grad = x.T @ (weight * (p - y)) + l2 * w
+        hess = (x * (weight * p * (1 - p))[:, None]).T @ x + l2 * np.eye(x.shape[1])
+        w -= np.linalg.solve(hess, grad)
+    return w
+
+
+def calibrate(projects: list[dict[str, Any]]) -> dict[str, Any]:
+    off = dataclasses.replace(DEFAULT_TURNS, quiet_below=0.0)
+    rows = run(projects, off)["codemem"]
+    data = [(r["project"], r["features"]["cosine"], r["features"]["coverage"], 0 if r["kind"] == "absent" else 1)
+            for r in rows if "features" in r]
+    data += [(name, cos, cov, 1) for name, cos, cov in _locomo_features(off)]
+    groups = np.array([d[0] for d in data])
+    x = np.array([[1.0, d[1], d[2]] for d in data])
+    y = np.array([d[3] for d in data], dtype=float)
+    oof = np.zeros(len(y))
+    for g in sorted(set(groups)):
+        held = groups == g
+        w = _fit(x[~held], y[~held])
+        oof[held] = 1 / (1 + np.exp(-x[held] @ w))
+    best = max(np.unique(np.round(oof, 4)), key=lambda t: ((oof[y == 1] >= t).mean() + (oof[y == 0] < t).mean()))
+    w = _fit(x, y)
+    return {"weights": {"bias": round(float(w[0]), 4), "cosine": round(float(w[1]), 4), "coverage": round(float(w[2]), 4)},
+            "quiet_below": round(float(best), 4), "questions": len(y), "absent": int((y == 0).sum()),
+            "out_of_fold": {"present_kept": round(float((oof[y == 1] >= best).mean()), 4),
+                            "absent_quiet": round(float((oof[y == 0] < best).mean()), 4)},
+            "groups": sorted(set(groups))}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--split", default="dev", choices=("dev", "heldout"))
+    p.add_argument("--data", type=Path, default=DATA)
+    p.add_argument("--calibrate", action="store_true", help="fit the quiet model on the dev split and LoCoMo dev")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a TurnConfig field")
+    p.add_argument("--out", type=Path, help="default eval/results/timeline[-heldout|-quiet].json")
+    args = p.parse_args(argv)
+    prov = provenance("eval.quality.timeline", argv)
+    projects = load("dev" if args.calibrate else args.split, args.data)
+    t0 = time.perf_counter()
+    if args.calibrate:
+        result: dict[str, Any] = {"calibration": calibrate(projects)}
+        out = args.out or RESULTS / "timeline-quiet.json"
+    else:
+        fields = {f.name: f.type for f in dataclasses.fields(TurnConfig)}
+        changes = {k: (int if fields[k] == "int" else float)(v) for k, v in (s.split("=", 1) for s in args.set)}
+        config = dataclasses.replace(DEFAULT_TURNS, **changes)  # type: ignore[arg-type]
+        rows = run(projects, config)
+        summary = [{"system": system, "scope": scope, **summarize([r for r in mine if scope in ("all", r["project"])])}
+                   for system, mine in rows.items() for scope in ["all", *[p["project"] for p in projects]]]
+        result = {"summary": summary, "config": dataclasses.asdict(config), "questions": rows}
+        out = args.out or RESULTS / ("timeline.json" if args.split == "dev" else "timeline-heldout.json")
+        for r in summary:
+            if r["scope"] == "all":
+                print(json.dumps({k: r[k] for k in ("system", "hit1", "newest_first", "older_marked", "date_shown",
+                                                    "multi_recall2k", "multi_recall10", "absent_tokens_ratio", "absent_quiet", "answered_quiet")}))
+    result = {"split": "dev" if args.calibrate else args.split, "projects": [p["project"] for p in projects],
+              "wall_s": round(time.perf_counter() - t0, 1), **result}
+    out = write_result(out, result, prov, indent=1)
+    if args.calibrate:
+        print(json.dumps(result["calibration"]))
+    print(f"wrote {out}")
+    return 0
+
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
