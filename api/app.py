@@ -36,6 +36,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         mem = memory or Memory(settings)
+        mem.start()  # a server writes: its compactor runs from start-up, not from the first Add
         app.state.memory = mem
         app.state.api_key = settings.api_key
         app.state.memoryarena = memoryarena

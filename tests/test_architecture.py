@@ -161,6 +161,22 @@ def test_the_store_knows_nothing_above_it() -> None:
     assert not _reaches("codemem.store", above)
 
 
+def test_the_searcher_writes_nothing() -> None:
+    """Search and browsing (`codemem.ranking`, the searcher included) only read: the writing
+    side (`codemem.writing`: Add, import, deletes, their threads) is none of theirs, so a
+    Memory that only searches never needs it."""
+    assert not _reaches("codemem.ranking", ("codemem.writing", "codemem.store.writer", "codemem.store.maintenance"))
+
+
+def test_ranking_sees_plain_data() -> None:
+    """Of the ranking, only the searcher reads the store (it plans one Search's reads); the
+    rest takes plain values and gives back an order."""
+    reads = sorted(f"{m} -> {d}" for m, deps in GRAPH.items()
+                   if m.startswith("codemem.ranking") and m != "codemem.ranking.searcher"
+                   for d in deps if d == "codemem.store" or d.startswith("codemem.store."))
+    assert not reads, reads
+
+
 def test_the_contract_is_the_bottom_of_the_core() -> None:
     """`codemem.contract` (the Add/Search values and their checks) is what every other part
     and every edge shares, so it needs nothing of theirs but the error hierarchy."""
@@ -177,5 +193,6 @@ def test_the_graph_sees_the_known_edges() -> None:
     assert "codemem.experience.recognising.events" in GRAPH["codemem.experience.building.tracker"]
     assert "codemem.git.records" in GRAPH["codemem.git.log"]
     assert "codemem.importers.report" in GRAPH["codemem.importers.git"]
-    assert "codemem.store.short_ids" in GRAPH["codemem.memory"]
+    assert "codemem.store.short_ids" in GRAPH["codemem.ranking.searcher"]
+    assert "codemem.writing.session_writer" in GRAPH["codemem.memory"]
     assert "codemem.contract.types" in GRAPH["codemem.contract.validation"]

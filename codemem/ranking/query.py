@@ -9,7 +9,7 @@ its code references first, then the words the text repeats, then the earliest.
 
 A report's title and the opening words of its prose (`prose_words`: outside code blocks,
 headings, quotes, tables, shell prompts and log lines) say in a few words what is wrong:
-what the commit rankings (`Memory._commit_ranks`) match with a change's text.
+what the commit rankings (`Searcher._commit_ranks`) match with a change's text.
 """
 
 from __future__ import annotations

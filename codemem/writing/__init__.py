@@ -1,3 +1,4 @@
-"""How Adds are written beyond one call: one worker runs every Add when several serve the
-same data directory (`add_leader`), and a long session's card is rebuilt once its Adds go
-quiet (`session_refresher`)."""
+"""Every write of a `Memory`: Adds, bulk imports, deferred rebuilds and deletes
+(`session_writer`); one worker runs every Add when several serve the same data directory
+(`add_leader`), and a long session's card is rebuilt once its Adds go quiet
+(`session_refresher`)."""

@@ -161,7 +161,7 @@ def test_a_users_index_is_not_read_again_when_another_user_writes(memory: Memory
         return real(user_key, kind, columns)
 
     monkeypatch.setattr(memory.store, "user_rows", counted)
-    monkeypatch.setattr(memory, "_locations", CardIndexes(LocationIndex, max_age_s=3600))  # no re-read for age
+    monkeypatch.setattr(memory.indexes, "locations", CardIndexes(LocationIndex, max_age_s=3600))  # no re-read for age
 
     def add(user: str, session: str, path: str) -> None:
         msgs = [Message("user", f"Fix the crash in {path}"), Message("assistant", f"Edited {path}: fixed it")]
