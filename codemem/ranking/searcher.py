@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from codemem import sessions
 from codemem.config import Settings
@@ -124,11 +124,13 @@ class Searcher:
         text = req.text
         if not text.strip() or not self.store.holds_user(key_of(req.user_id)):
             return []  # a memory that does not exist yet: no model, no pool, no lock
-        signals, items = self.signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES))
+        user_key, version = key_of(req.user_id), self.store.changes()
+        cards = self._cards(user_key)
+        signals, items = self._signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES),
+                                       cards, version)
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
-        dialogue = self._dialogue.get(key_of(req.user_id), lambda: self.store.user_rows(
-            key_of(req.user_id), "card", ["session_key", "session_id", "metadata", "timestamp"]), self.store.changes())
+        dialogue = self._dialogue.get(user_key, cards, version)
         if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
             return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
@@ -153,14 +155,21 @@ class Searcher:
         """What each retriever and the code-location index say about this user's sessions
         for `text`, and every item found, fused (`rrf`) to order each session's evidence."""
         user_key = key_of(user_id)
+        return self._signals(user_id, text, config, limit, self._cards(user_key), self.store.changes())
+
+    def _cards(self, user_key: str) -> Callable[[], list[dict[str, Any]]]:
+        """The user's card rows, read at most once whichever card indexes need them."""
+        return _once(lambda: self.store.user_rows(user_key, "card", CARD_INDEX_COLUMNS))
+
+    def _signals(self, user_id: str, text: str, config: SearchConfig, limit: int,
+                 cards: Callable[[], list[dict[str, Any]]], version: int) -> tuple[SessionSignals, list[Candidate]]:
+        user_key = key_of(user_id)
         query = parse_query(text)
         refs = list(dict.fromkeys([*query.refs, *ticket_refs(text)]))
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
         # The card indexes are read from the user's cards, once when several need a read.
-        version = self.store.changes()
-        cards = _once(lambda: self.store.user_rows(user_key, "card", ["session_key", "refs", "metadata"]))
         index = self._pool.submit(self._locations.get, user_key, cards, version)
         subjects = self._pool.submit(self._subjects.get, user_key, cards, version)
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
@@ -265,6 +274,10 @@ class Searcher:
         if record is None:
             raise NotFound(f"no experience {session_id!r} in the memory of {user_id!r}")
         return record
+
+
+# What the per-user card indexes (locations, subjects, releases, dialogue) read of each card.
+CARD_INDEX_COLUMNS = ["session_key", "session_id", "refs", "metadata", "timestamp"]
 
 
 def _once(read: Callable[[], T]) -> Callable[[], T]:

@@ -33,7 +33,7 @@ import msgspec
 
 from codemem import times
 from codemem.clip import clip_middle
-from codemem.contract.types import Hit
+from codemem.contract.types import ContentPart, Hit
 from codemem.ranking.shape import within_budget
 from codemem.ranking.types import Candidate
 from codemem.timeline.dates import day_of, resolve
@@ -250,7 +250,11 @@ def _hit(t: _Turn, index: DialogueIndex, config: TurnConfig) -> Hit:
         notes.append(f"superseded on {day_of(first.ms).isoformat()}: now {now}")
     if omitted:
         meta["omitted_chars"] = omitted
-    content = f"[{day}] {text}" + (f" ({'; '.join(notes)})" if notes else "")
+    content: str | list[ContentPart] = f"[{day}] {text}" + (f" ({'; '.join(notes)})" if notes else "")
+    if row["content"]:  # multimodal parts are returned as stored: the date and notes are in metadata
+        content = msgspec.json.decode(str(row["content"]), type=list[ContentPart])
+        if notes:
+            meta["notes"] = "; ".join(notes)
     meta["stored_at"] = times.iso(int(row["created_at"]))
     return Hit(id=str(row["id"]), content=content, score=round(t.score, 6), created_at=times.iso(t.ms),
                session_id=str(row["session_id"]), metadata=meta)

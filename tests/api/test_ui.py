@@ -67,10 +67,13 @@ def test_search_page_ranks_as_the_api_does_and_shows_only_that_user(filled: Test
 
 def test_more_pages_through_the_kept_answer_without_searching_again(
         filled: TestClient, memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Twelve look-alike experiences, all kept (no floor, no quiet answer): paging is the point.
+    # Twelve look-alike experiences (code work: each names the file it fixed, so the answer
+    # lists experiences, not a dialogue's turns), all kept (no floor, no quiet answer):
+    # paging is the point.
     memory.search_config = memory.search_config.replace(relevance_floor=0.0, quiet_below=0.0)
     for i in range(12):
-        filled.post("/add", json=add_body(f"m{i}", "carol", f"s{i}", (f"paginator bug number {i}", "fixed")))
+        filled.post("/add", json=add_body(f"m{i}", "carol", f"s{i}",
+                                          (f"paginator bug number {i} in src/paginator.py", "fixed src/paginator.py")))
     first = filled.get("/ui/search?user_id=carol&q=paginator+bug")
     token = re.search(r"token=([^&\"]+)", first.text)
     assert token and first.text.count('class="result"') == 10
