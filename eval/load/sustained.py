@@ -261,6 +261,22 @@ async def answers(url: str, user_id: str, marks: list[tuple[str, str]], concurre
     return texts
 
 
+async def what_came_back(url: str, missed: list[tuple[str, str, str]]) -> list[dict[str, object]]:
+    """For acknowledged Adds not found: what a Search for the mark answered instead (the first
+    items' session, kind and quiet flag), and whether the mark is stored at all (its session's
+    experience opened by id), to tell a loss from a ranking miss."""
+    out: list[dict[str, object]] = []
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+        for user, session, mark in missed:
+            r = await client.post("/search", json={"user_id": user, "query": mark, "top_k": 100})
+            first = [{"session_id": h.get("session_id"), "kind": h["metadata"].get("kind"),
+                      "quiet": h["metadata"].get("quiet")} for h in r.json()["data"][:3]]
+            stored = await client.get("/ui/experience", params={"user_id": user, "session_id": session, "messages": "true"})
+            out.append({"session_id": session, "mark": mark, "answered_first": first,
+                        "session_page_status": stored.status_code, "mark_in_session_page": mark in stored.text})
+    return out
+
+
 async def storm(url: str, n: int, pool: list[list[dict]]) -> dict[str, object]:
     """Each Add sent three times at once with the same request_id."""
     marks: list[tuple[str, str]] = []
@@ -393,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"checking {len(acked):,} acknowledged Adds ...", flush=True)
         counts = asyncio.run(found_per_user(srv.url, acked))
         lost = sum(c == 0 for c in counts.values())
+        missed = [(u, sid, mark) for u, sid, mark in acked if counts.get(mark) == 0][:5]
+        lost_examples = asyncio.run(what_came_back(srv.url, missed)) if missed else []
         print(f"retry storm: {args.storm} Adds x 3 ...", flush=True)
         storm_result = asyncio.run(storm(srv.url, args.storm, pool))
         print(f"crash: {args.crash_clients} Add clients, SIGKILL after {args.crash_after:.0f} s ...", flush=True)
@@ -400,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "preloaded_messages": preloaded, "sustained": load,
-        "acknowledged_adds": len(acked), "lost": lost, "storm": storm_result, "crash": crash_result,
+        "acknowledged_adds": len(acked), "lost": lost, "lost_examples": lost_examples,
+        "storm": storm_result, "crash": crash_result,
         "total_s": round(time.time() - started, 1),
     }
     write_result(args.out, result, prov)
