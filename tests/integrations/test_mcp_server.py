@@ -160,12 +160,6 @@ def test_the_server_exits_without_a_native_abort(talk: Conversation) -> None:
     assert "terminate called" not in talk.server_log
 
 
-def test_the_handshake_does_not_wait_for_the_model(talk: Conversation) -> None:
-    # The first remember waits for the model still loading; the handshake did not.
-    # (How long each takes is measured by eval.load.cli_latency, not asserted here.)
-    assert talk.seconds["initialize"] < talk.seconds["remember"], talk.seconds
-
-
 def test_remember_goes_to_this_repository_and_stores_nothing_twice(talk: Conversation) -> None:
     assert not talk.answers["remember"].is_error
     assert talk.text("remember").startswith("Remembered 1 message(s) as session note:")
