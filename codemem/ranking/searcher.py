@@ -23,9 +23,8 @@ from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION
 from codemem.ranking import answer
 from codemem.ranking.assemble import group_by_session
-from codemem.ranking.card_indexes import CardIndexes
 from codemem.ranking.fields import FieldIndex, field_matches
-from codemem.ranking.locations import LocationIndex, ticket_refs
+from codemem.ranking.locations import ticket_refs
 from codemem.ranking.merged import name_matched_commits
 from codemem.ranking.query import Query, parse_query
 from codemem.ranking.recipes import SearchConfig
@@ -47,7 +46,6 @@ from codemem.store import short_ids as ids
 from codemem.store.lance import Store
 from codemem.store.schema import RESULT_COLUMNS, key_of
 from codemem.timeline import turns
-from codemem.timeline.index import DialogueIndex
 
 T = TypeVar("T")
 # top_k may be any positive integer (10**30 included); the retrievers need a bound.
@@ -73,27 +71,6 @@ class Searcher:
 
     def close(self) -> None:
         self._pool.shutdown()
-
-    # The shared card indexes, by the names the signals read them.
-    @property
-    def _locations(self) -> CardIndexes[LocationIndex]:
-        return self.indexes.locations
-
-    @property
-    def _subjects(self) -> CardIndexes[SubjectIndex]:
-        return self.indexes.subjects
-
-    @property
-    def _releases(self) -> CardIndexes[ReleaseIndex]:
-        return self.indexes.releases
-
-    @property
-    def _fields(self) -> CardIndexes[FieldIndex]:
-        return self.indexes.fields
-
-    @property
-    def _dialogue(self) -> CardIndexes[DialogueIndex]:
-        return self.indexes.dialogue
 
     # -- Search ---------------------------------------------------------------------------
 
@@ -126,11 +103,11 @@ class Searcher:
             return []  # a memory that does not exist yet: no model, no pool, no lock
         user_key, version = key_of(req.user_id), self.store.changes()
         cards = self._cards(user_key)
-        signals, items = self._signals(req.user_id, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES),
+        signals, items = self._signals(user_key, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES),
                                        cards, version)
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
-        dialogue = self._dialogue.get(user_key, cards, version)
+        dialogue = self.indexes.dialogue.get(user_key, cards, version)
         if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
             return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
@@ -155,23 +132,22 @@ class Searcher:
         """What each retriever and the code-location index say about this user's sessions
         for `text`, and every item found, fused (`rrf`) to order each session's evidence."""
         user_key = key_of(user_id)
-        return self._signals(user_id, text, config, limit, self._cards(user_key), self.store.changes())
+        return self._signals(user_key, text, config, limit, self._cards(user_key), self.store.changes())
 
     def _cards(self, user_key: str) -> Callable[[], list[dict[str, Any]]]:
         """The user's card rows, read at most once whichever card indexes need them."""
         return _once(lambda: self.store.user_rows(user_key, "card", CARD_INDEX_COLUMNS))
 
-    def _signals(self, user_id: str, text: str, config: SearchConfig, limit: int,
+    def _signals(self, user_key: str, text: str, config: SearchConfig, limit: int,
                  cards: Callable[[], list[dict[str, Any]]], version: int) -> tuple[SessionSignals, list[Candidate]]:
-        user_key = key_of(user_id)
         query = parse_query(text)
         refs = list(dict.fromkeys([*query.refs, *ticket_refs(text)]))
         # The lexical retrievers run in Rust (no GIL) while this thread embeds the query.
         lexical = self._pool.submit(self.store.fts, query.bm25, user_key, limit)
         by_refs = self._pool.submit(self.store.fts, " ".join(refs), user_key, limit, "refs")
         # The card indexes are read from the user's cards, once when several need a read.
-        index = self._pool.submit(self._locations.get, user_key, cards, version)
-        subjects = self._pool.submit(self._subjects.get, user_key, cards, version)
+        index = self._pool.submit(self.indexes.locations.get, user_key, cards, version)
+        subjects = self._pool.submit(self.indexes.subjects.get, user_key, cards, version)
         vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
@@ -182,10 +158,10 @@ class Searcher:
             candidates = {str(c.fields["session_key"]) for c in items} | location.keys()
             candidates.update(k for ranks in commit_ranks.values() for k in ranks)
             # Only a memory of commits reads the releases index (its cards are read by now).
-            commit_ranks["since"] = self._since(text, self._releases.get(user_key, cards, version), candidates)
+            commit_ranks["since"] = self._since(text, self.indexes.releases.get(user_key, cards, version), candidates)
         signals = SessionSignals.of(found, location, commit_ranks)
         if learned_applies(signals, config):
-            fields = self._fields.get(user_key, lambda: self.store.user_rows(user_key, "card", ["session_key", "text", "metadata"]),
+            fields = self.indexes.fields.get(user_key, lambda: self.store.user_rows(user_key, "card", ["session_key", "text", "metadata"]),
                                       version)
             self._match_fields(text, signals, config, fields)
         return signals, items
