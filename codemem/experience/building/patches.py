@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import msgspec
 
 import parsers
+from codemem.experience.building.action_types import Action, EditAction
 
 _CODEX_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$")
 
@@ -88,3 +89,20 @@ def patch_hunks(patch: str) -> Iterator[PatchHunk]:
         yield from _codex(lines)
     else:
         yield from _unified(patch)
+
+
+def patch_edits(patch: str) -> list[Action]:
+    """One edit action per hunk of a patch, with the lines the new text occupies."""
+    return [
+        EditAction(
+            h.path,
+            old=h.old,
+            new=h.new,
+            created=h.created,
+            header=h.header,
+            line_range=None
+            if h.new_start is None
+            else (h.new_start, h.new_start + max(h.new.count("\n"), 0)),
+        )
+        for h in patch_hunks(patch)
+    ]

@@ -12,16 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from codemem.contract.types import Role
-from codemem.experience.building.actions import (
+from codemem.experience.building.action_types import (
     Action,
     CommandAction,
     DeleteAction,
     EditAction,
     ReadAction,
     RevertAction,
-    actions_for_call,
-    tool_key,
 )
+from codemem.experience.building.actions import actions_for_call, tool_key
 from codemem.experience.building.checkout_paths import PathMapper
 from codemem.experience.building.diff_text import clean_patch, edit_hunk, is_git_diff_command
 from codemem.experience.building.edited_symbols import SymbolQuery, symbol_query
