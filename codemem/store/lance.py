@@ -1,9 +1,8 @@
 """The LanceDB-backed item store: one table, filtered by user before any ranking.
 
-Everything LanceDB-specific lives here, filter expressions included: callers name what they
-want (a user's items, a session's messages) and ranking code sees plain `Candidate` values.
-Only keys we made (hex digests) and our own kind names reach an expression; user ids never
-do.
+Everything LanceDB-specific lives here and in `filters.py` (the filter expressions): callers
+name what they want (a user's items, a session's messages) and ranking code sees plain
+`Candidate` values.
 """
 
 from __future__ import annotations
@@ -32,7 +31,9 @@ from lancedb.query import AsyncQuery, AsyncQueryBase  # noqa: E402
 from codemem.errors import StoreMismatch
 from codemem.ranking.types import Candidate
 from codemem.store.claims import RequestClaims
+from codemem.store.filters import id_list, id_prefix, kind_name, kinds_filter, user_scope
 from codemem.store.locks import Locks
+from codemem.store.presence import UserPresence
 from codemem.store.schema import (
     CANDIDATE_COLUMNS,
     ITEMS_TABLE,
@@ -81,7 +82,7 @@ class Store:
         self.claims = RequestClaims(uri) if uri.startswith("s3://") else None
         # Held by whoever commits (the writer, the compactor when it must), in every process.
         self.write_lock = self.locks.write
-        self._users = _UserPresence()
+        self._users = UserPresence()
         with self.write_lock:  # workers starting together: one creates the table and indexes
             self.table = self._open_or_create(model, dim)
         self._fresh()  # up to the commits counted meanwhile (its own creation's among them)
@@ -191,7 +192,7 @@ class Store:
             ))
 
     def delete_ids(self, ids: list[str]) -> None:
-        if quoted := _id_list(ids):
+        if quoted := id_list(ids):
             self._commit(lambda: self.table.delete(f"id IN ({quoted})"))
 
     def delete(self, where: str) -> int:
@@ -259,24 +260,24 @@ class Store:
 
     def has_kind(self, user_key: str, kind: str) -> bool:
         """Whether the user has a row of this kind (one of ours, e.g. "registration")."""
-        return self.exists(f"{user_scope(user_key)} AND kind = '{_safe(kind)}'")
+        return self.exists(f"{user_scope(user_key)} AND kind = '{kind_name(kind)}'")
 
     def session_ids(self, user_key: str, prefix: str) -> set[str]:
         """The session_ids of one user's experiences (cards) that start with ``prefix``."""
-        rows = self.rows(f"{user_scope(user_key)} AND kind = 'card' AND session_id LIKE '{_prefix(prefix)}%'",
+        rows = self.rows(f"{user_scope(user_key)} AND kind = 'card' AND session_id LIKE '{id_prefix(prefix)}%'",
                          columns=["session_id"])
         return {sid for r in rows if (sid := str(r["session_id"])).startswith(prefix)}
 
     def ids_starting(self, user_key: str, prefix: str, limit: int) -> list[dict[str, Any]]:
         """At most `limit` of one user's items whose id starts with ``prefix``: their id,
         session_id and user_id."""
-        rows = self.rows(f"{user_scope(user_key)} AND id LIKE '{_prefix(prefix)}%'",
+        rows = self.rows(f"{user_scope(user_key)} AND id LIKE '{id_prefix(prefix)}%'",
                          columns=["id", "session_id", "user_id"], limit=limit)
         return [r for r in rows if str(r["id"]).startswith(prefix)]
 
     def sessions_present(self, user_key: str, session_keys: list[str]) -> set[str]:
         """Those of these sessions of one user that hold any row."""
-        if not (quoted := _id_list(session_keys)):
+        if not (quoted := id_list(session_keys)):
             return set()
         rows = self.rows(f"{user_scope(user_key)} AND session_key IN ({quoted})", columns=["session_key"])
         return {str(r["session_key"]) for r in rows}
@@ -290,14 +291,11 @@ class Store:
         scope = f"session_key = '{session_key}'"
         if user_key is not None:
             scope = f"{user_scope(user_key)} AND {scope}"
-        names = [_safe(k) for k in kinds]
-        listed = ", ".join(f"'{k}'" for k in names)
-        kind = f"kind = {listed}" if len(names) == 1 else f"kind IN ({listed})"
-        return self.rows(f"{scope} AND {kind}", columns=columns)
+        return self.rows(f"{scope} AND {kinds_filter(kinds)}", columns=columns)
 
     def sessions_messages(self, user_key: str, session_keys: Iterable[str], columns: Iterable[str]) -> list[dict[str, Any]]:
         """The messages of several sessions of one user."""
-        if not (quoted := _id_list(list(session_keys))):
+        if not (quoted := id_list(list(session_keys))):
             return []
         return self.rows(f"{user_scope(user_key)} AND kind = 'message' AND session_key IN ({quoted})", columns=columns)
 
@@ -326,10 +324,10 @@ class Store:
 
     def user_rows(self, user_key: str, kind: str, columns: Iterable[str] = RESULT_COLUMNS) -> list[dict[str, Any]]:
         """One user's rows of one kind (e.g. every card)."""
-        return self.rows(f"{user_scope(user_key)} AND kind = '{_safe(kind)}'", columns=columns)
+        return self.rows(f"{user_scope(user_key)} AND kind = '{kind_name(kind)}'", columns=columns)
 
     def by_ids(self, ids: list[str]) -> list[Candidate]:
-        if not (quoted := _id_list(ids)):
+        if not (quoted := id_list(ids)):
             return []
         return [Candidate(id=r["id"], score=0.0, fields=r) for r in self.rows(f"id IN ({quoted})")]
 
@@ -413,66 +411,3 @@ class Store:
         LanceDB's event loop), else the table's version."""
         count = self.locks.commits.generation()
         return self.version() if count is None else count
-
-
-class _UserPresence:
-    """Which users hold rows, as `Store.holds_user` last found: a present user stays
-    present until this process deletes rows (`clear`; another process's delete only costs
-    its Searches their work), an absent one stays absent while no commit was counted since
-    (`generation`; on object storage, with no shared count, never). Bounded: past
-    `max_absent` absent entries they are dropped together."""
-
-    def __init__(self, max_absent: int = 4096) -> None:
-        self._present: set[str] = set()
-        self._absent: dict[str, int] = {}  # user_key -> the commit count it was absent at
-        self._max_absent = max_absent
-
-    def get(self, user_key: str, generation: int | None) -> bool | None:
-        if user_key in self._present:
-            return True
-        if generation is not None and self._absent.get(user_key) == generation:
-            return False
-        return None
-
-    def put(self, user_key: str, present: bool, generation: int | None) -> None:
-        if present:
-            self._present.add(user_key)
-            self._absent.pop(user_key, None)
-        elif generation is not None:
-            if len(self._absent) >= self._max_absent:
-                self._absent.clear()  # one step, safe beside other threads' reads
-            self._absent[user_key] = generation
-
-    def clear(self) -> None:
-        self._present.clear()
-        self._absent.clear()
-
-
-def user_scope(user_key: str) -> str:
-    """The filter selecting one user's rows (a hex key: safe in an expression)."""
-    return f"user_key = '{user_key}'"
-
-
-def _safe(name: str) -> str:
-    """A kind name of ours, checked before it enters an expression."""
-    if not name.replace("_", "").isalnum():
-        raise ValueError(f"not a kind name: {name!r}")
-    return name
-
-
-def _prefix(prefix: str) -> str:
-    """An id prefix, checked before it enters a LIKE pattern: letters, digits and ``:-_./``.
-    A ``_`` there matches any one character, so callers keep only the rows that start with
-    the prefix itself."""
-    if not prefix or not prefix.translate(_PREFIX_PUNCTUATION).isalnum():
-        raise ValueError(f"not an id prefix: {prefix!r}")
-    return prefix
-
-
-_PREFIX_PUNCTUATION = str.maketrans("", "", ":-_./")
-
-
-def _id_list(ids: list[str]) -> str:
-    """Ids quoted for an `IN (...)` filter. Ids are ours (a prefix, `_`, hex): anything else
-    is dropped rather than allowed into an expression."""
-    return ", ".join(f"'{i}'" for i in ids if i.replace("_", "").isalnum())

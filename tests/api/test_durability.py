@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from codemem.embedding import MINILM_DIM, MINILM_NAME
-from codemem.store.lance import Store, user_scope
+from codemem.store.filters import user_scope
+from codemem.store.lance import Store
 from codemem.store.schema import key_of
 from tests.answers import message_texts
 from tests.conftest import add_body

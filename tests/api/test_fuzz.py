@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from litestar.testing import TestClient
 
 from codemem.memory import Memory
-from codemem.store.lance import user_scope
+from codemem.store.filters import user_scope
 from codemem.store.schema import key_of
 from tests.conftest import add_body
 
