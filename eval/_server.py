@@ -12,11 +12,16 @@ exception or Ctrl-C): SIGTERM, then SIGKILL after a timeout. Every wait is bound
 `srv.revive()` restarts a server that died under the benchmark (same data dir and env; the
 data is durable and Adds are idempotent by request_id, so a benchmark can retry the request
 it lost); `srv.restarts` counts how often that happened, for the report.
+
+The probes read what the server did from outside: its CPU time (`proc_cpu_s`, `group_cpu_s`
+for a process group with workers) and its own time per answer from its access log
+(`log_size`, `server_times`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -30,6 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+
+from eval._stats import summary_ms
 
 HOST = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -281,3 +288,42 @@ def proc_cpu_s(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def group_cpu_s(pgid: int) -> float | None:
+    """CPU seconds so far of the server's process group (its workers too, with --workers)."""
+    total, found = 0.0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+        except (OSError, IndexError, ValueError):
+            continue
+        if (cpu := proc_cpu_s(int(stat.parent.name))) is not None:
+            total, found = total + cpu, True
+    return total if found else None
+
+
+def log_size(srv: Server) -> int:
+    """The size of the server's log so far: where `server_times` starts reading."""
+    try:
+        return os.path.getsize(srv.log_path)
+    except OSError:
+        return 0
+
+
+def server_times(srv: Server, since: int) -> dict[str, dict[str, object]]:
+    """The server's own time per answer (its access log, from `since` on) by route and status:
+    what a client sees less the client's own delays, which with hundreds of connections in
+    one Python process on 2 busy cores are a large part of the client-side figures."""
+    times: dict[str, dict[str, list[float]]] = {}
+    with open(srv.log_path, "rb") as f:
+        f.seek(since)
+        for line in f:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("msg") == "request" and entry.get("route") in ("/add", "/search"):
+                times.setdefault(entry["route"], {}).setdefault(str(entry["status"]), []).append(entry["ms"] / 1000)
+    return {route: {status: summary_ms(v, 1) for status, v in sorted(by.items())} for route, by in sorted(times.items())}
