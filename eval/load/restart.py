@@ -44,7 +44,7 @@ from eval.replay.data import (
     load_tasks,
     trajectory_repos,
 )
-from eval.replay.run import Plan, ingest, wait_settled
+from eval.replay.ingest import Plan, ingest, wait_settled
 
 USER = "all"
 TOP_K = 100
