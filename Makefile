@@ -65,7 +65,7 @@ results: dev
 	$(BIN)/python -m eval.quality.experience_stats
 	$(BIN)/python -m eval.load.git_ingest
 	$(BIN)/python -m eval.load.cli_latency
-	$(BIN)/python -m eval.load.latency --items 1000,20000 --searches 100 --compact-timeout 60 --no-breakdown
+	$(BIN)/python -m eval.load.latency --items 1000,20000 --searches 100 --compact-timeout 60
 	$(BIN)/python -m eval.load.fragments --adds 500 --searches 50
 	$(BIN)/python -m eval.load.ingest
 	$(BIN)/python -m eval.render

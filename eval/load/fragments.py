@@ -35,6 +35,7 @@ os.environ.setdefault("LANCE_LOG", "error")
 
 import httpx  # noqa: E402
 
+from eval._compaction import table_stats  # noqa: E402
 from eval._data import load_queries, load_sessions  # noqa: E402
 from eval._paths import RESULTS  # noqa: E402
 from eval._provenance import finish, provenance, write_result  # noqa: E402
@@ -47,7 +48,7 @@ from eval._server import (  # noqa: E402
     use_source,
 )
 from eval._stats import summary_ms  # noqa: E402
-from eval.load.latency import conditions, fmt, searches_with_cpu, table_stats  # noqa: E402
+from eval.load.latency import conditions, fmt, searches_with_cpu  # noqa: E402
 
 USER = "bench-fragments"
 

@@ -20,8 +20,7 @@ steady; read from the table's stats from outside the server), and runs `--search
 sequential Searches (the related tasks' problem statements, top_k 100) end to end over
 HTTP, with the server's CPU time per Search. Query embedding alone is timed in this process
 with the same `MiniLMEmbedder` and query token limit; the rest of a Search is reported as
-store+HTTP. At the end the server is stopped and one search per query is split into its
-phases in-process (embed, each store call, the rest) on the same data directory.
+store+HTTP.
 
 `--env` also takes process variables (e.g. OMP_NUM_THREADS); `--also-default-env` then
 restarts the server on the same data without the OMP_/MKL_ ones and repeats the Searches.
@@ -44,14 +43,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from queue import Empty, Queue
-from typing import Any, cast
+from typing import Any
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation warnings, in this process
 
 import httpx  # noqa: E402
 
-from codemem.store.lance import COMPACT_TARGET_ROWS  # noqa: E402
-from codemem.store.maintenance import Bounds  # noqa: E402
+from eval._compaction import table_stats, wait_compacted  # noqa: E402
 from eval._data import RELATED, chunks, load_queries, load_sessions  # noqa: E402
 from eval._paths import REPO_ROOT, RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
@@ -171,63 +169,6 @@ def health_rtt(srv: Server, n: int = 50) -> dict[str, Any]:
     return summary_ms(lat)
 
 
-def table_stats(data_dir: str) -> dict[str, int]:
-    """Rows / fragments / unindexed rows (worst over the FTS/scalar indexes) / version of the
-    items table, read from outside the server (read-only; Lance readers never block writers)."""
-    import lancedb
-
-    t = lancedb.connect(data_dir).open_table("items")
-    s = cast("dict[str, Any]", t.stats())  # a dict at run time, whatever lancedb's annotation says
-    frag = s.get("fragment_stats", {})
-    sizes = [f.metadata.physical_rows for f in t.to_lance().get_fragments()]
-    unindexed = 0
-    try:
-        for idx in t.list_indices():
-            st = t.index_stats(idx.name)
-            if st is not None:
-                unindexed = max(unindexed, int(st.num_unindexed_rows))
-    except Exception:  # noqa: BLE001
-        unindexed = -1
-    return {"rows": int(s.get("num_rows", 0)), "fragments": int(frag.get("num_fragments", 0)),
-            "small_fragments": int(frag.get("num_small_fragments", 0)),
-            "fragments_to_compact": sum(size < COMPACT_TARGET_ROWS for size in sizes),
-            "unindexed_rows": unindexed, "version": int(t.version)}
-
-
-def settled(stats: dict[str, int]) -> bool:
-    """Whether the compactor has nothing left to do on a store with these `table_stats`."""
-    return stats["unindexed_rows"] == 0 and stats["fragments_to_compact"] <= Bounds().small_fragments
-
-
-def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, Any]:
-    """Wait until the server's compactor has folded in everything the Adds left, as it
-    judges it: nothing unindexed, no more fragments it would merge (under
-    `COMPACT_TARGET_ROWS` rows) than its `Bounds` allow (it leaves larger ones alone, so a
-    big store stays in many fragments; Lance keeps an indexed fragment apart from
-    not-yet-indexed ones, so a few small ones can remain), and the table version unchanged
-    for `settle_polls` polls (an optimize makes several commits). "ran" says whether the
-    compactor committed anything after the Adds (it may have finished before the wait
-    began)."""
-    t0 = time.monotonic()
-    first = table_stats(data_dir)
-    st: dict[str, int] = first
-    stable, last_version = 0, first["version"]
-    while time.monotonic() - t0 < timeout_s:
-        time.sleep(poll_s)
-        try:
-            st = table_stats(data_dir)
-        except Exception as exc:  # noqa: BLE001 - mid-commit: look again
-            st = {"error": type(exc).__name__}  # type: ignore[dict-item]
-            continue
-        stable = stable + 1 if st["version"] == last_version else 0
-        last_version = st["version"]
-        if settled(st) and stable >= settle_polls:
-            return {"compacted": True, "ran": st["version"] > first["version"],
-                    "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
-    return {"compacted": False, "ran": st.get("version", 0) > first["version"],
-            "waited_s": round(time.monotonic() - t0, 1), "before": first, "stats": st}
-
-
 class QueryEmbedTimer:
     """Query embedding alone, in this process, with the service's own embedder."""
 
@@ -253,59 +194,6 @@ class QueryEmbedTimer:
             self.embedder.embed([queries[i % len(queries)]], max_tokens)
             lat.append(time.perf_counter() - t0)
         return summary_ms(lat)
-
-
-def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedder: Any, top_k: int = 100,
-                        server_env: dict[str, str] | None = None) -> dict[str, Any]:
-    """With the server stopped: one Search per query through the core (`codemem.memory.Memory`)
-    on the same data directory, in this process, with the store's and the embedder's methods
-    wrapped in timers (whatever Search calls); "other" = the rest (fusion, hit building)."""
-    from codemem.config import Settings
-    from codemem.contract.types import SearchRequest
-    from codemem.memory import Memory
-
-    codemem_env = {k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")}
-    mem = Memory(Settings.from_env(codemem_env, data_dir=data_dir, compact_interval_s=0), embedder=embedder)
-    calls: dict[str, list[float]] = {}
-    current: dict[str, float] = {}
-    depth = [0]
-
-    def wrap(obj: object, name: str, label: str) -> None:
-        fn = getattr(obj, name)
-
-        def timed(*a, **kw):
-            depth[0] += 1
-            t0 = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                depth[0] -= 1
-                if depth[0] == 0:  # only the outermost wrapped call counts (by_ids -> rows)
-                    current[label] = current.get(label, 0.0) + time.perf_counter() - t0
-
-        setattr(obj, name, timed)
-
-    for name in dir(type(mem.store)):
-        if not name.startswith("_") and callable(getattr(mem.store, name)) and name not in ("stats", "optimize"):
-            wrap(mem.store, name, f"store.{name}")
-    wrap(mem.embedder, "embed", "embed")
-    totals: list[float] = []
-    try:
-        mem.search(SearchRequest(user_id=user_id, query=queries[0], top_k=top_k))  # warm
-        for q in queries:
-            current.clear()
-            t0 = time.perf_counter()
-            mem.search(SearchRequest(user_id=user_id, query=q, top_k=top_k))
-            total = time.perf_counter() - t0
-            totals.append(total)
-            current["other"] = total - sum(current.values())
-            for k in set(calls) | set(current):
-                calls.setdefault(k, []).append(current.get(k, 0.0))
-    finally:
-        mem.close()
-    out: dict[str, Any] = {k: summary_ms(v) for k, v in sorted(calls.items())}
-    out["total"] = summary_ms(totals)
-    return out | {"stats": table_stats(data_dir)}
 
 
 # -- reporting --------------------------------------------------------------------------------
@@ -377,16 +265,6 @@ def markdown(result: dict) -> str:
         s = again["latency_ms"]
         lines += ["", f"Same data, server restarted without the OMP_/MKL_ variables: Search p50 {fmt(s['p50'])}, "
                   f"p95 {fmt(s['p95'])}, p99 {fmt(s['p99'])} ms; server CPU {fmt(again['server_cpu_ms_per_search'])} ms/search."]
-    bd = result.get("breakdown")
-    if bd and "error" not in bd:
-        lines += ["", f"In-process split of one Search per query at {result['checkpoints'][-1]['items']:,} items "
-                  "(server stopped, same data dir; each store method timed where Search calls it):", "",
-                  "| phase | p50 ms | p95 ms | mean ms |", "|---|---:|---:|---:|"]
-        for k, v in bd.items():
-            if k != "stats":
-                lines.append(f"| {k} | {v['p50']:.1f} | {v['p95']:.1f} | {v['mean']:.1f} |")
-    elif bd:
-        lines += ["", f"In-process split unavailable: {bd.get('error')}"]
     lines += ["", f"HTTP floor (GET /health RTT p50): {result['checkpoints'][-1]['health_rtt_ms']['p50']:.1f} ms", ""]
     return "\n".join(lines)
 
@@ -414,7 +292,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compact-timeout", type=float, default=300.0, help="max seconds to wait for the compactor per checkpoint")
     p.add_argument("--also-default-env", action="store_true",
                    help="after the last checkpoint, restart the server without the OMP_/MKL_ --env variables and search again")
-    p.add_argument("--no-breakdown", action="store_true", help="skip the in-process phase split at the end")
     p.add_argument("--source", default=None, help="run the project from this snapshot directory instead of the checkout")
     p.add_argument("--data", type=Path, default=DATA, help="the swe-contextbench-lite folder")
     p.add_argument("--sessions", type=int, default=None, help="read only the first N transcripts (smoke runs)")
@@ -500,12 +377,6 @@ def main(argv: list[str] | None = None) -> int:
                 s = again["latency_ms"]
                 print(f"  Search p50 {fmt(s['p50'])} p95 {fmt(s['p95'])} p99 {fmt(s['p99'])} ms, "
                       f"server CPU {fmt(again['server_cpu_ms_per_search'])} ms/search", flush=True)
-        if not args.no_breakdown:
-            print("in-process phase split (server stopped) ...", flush=True)
-            try:
-                result["breakdown"] = inprocess_breakdown(data_dir, queries, user_id, embed_timer.embedder, server_env=env)
-            except Exception as exc:  # noqa: BLE001
-                result["breakdown"] = {"error": f"{type(exc).__name__}: {exc}"}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     result["total_wall_s"] = time.perf_counter() - t_all
@@ -514,15 +385,6 @@ def main(argv: list[str] | None = None) -> int:
     result["conditions"]["loadavg_at_end"] = os.getloadavg()
     out = write_result(args.out, result, prov, markdown=markdown)
     print_table(result)
-    bd = result.get("breakdown")
-    if isinstance(bd, dict) and "error" not in bd:
-        print("\nin-process split of one Search per query (ms p50/p95/mean; summed per call site):")
-        for k, v in bd.items():
-            if k != "stats":
-                print(f"  {k:<22} {v['p50']:7.1f} {v['p95']:7.1f} {v['mean']:7.1f}")
-        print(f"  table: {bd['stats']}")
-    elif bd:
-        print(f"\nbreakdown unavailable: {bd}")
     print(f"\nwrote {out} and {out.with_suffix('.md')} (total {result['total_wall_s'] / 60:.1f} min)")
     return 0
 

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from eval._compaction import wait_compacted
 from eval._server import Server, post_retrying
 from eval._stats import percentile
 from eval.replay.data import (
@@ -192,8 +193,6 @@ def wait_settled(data_dir: str, timeout_s: float) -> dict[str, Any]:
     if timeout_s <= 0:
         return {"skipped": True}
     try:
-        from eval.load.latency import wait_compacted
-
         return wait_compacted(data_dir, timeout_s)
     except Exception as exc:  # noqa: BLE001 - a storage layout we cannot read: just go on
         return {"error": f"{type(exc).__name__}: {exc}"}

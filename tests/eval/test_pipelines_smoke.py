@@ -37,7 +37,7 @@ PIPELINES: dict[str, tuple[bool, list[str]]] = {
     "replay": (True, ["--smoke", "--tasks", "1", "--others", "2", "--baselines", "bm25-traj,bm25-msg",
                       "--compact-timeout", "0", "--data", str(SWE_LITE), "--out", "{out}/replay"]),
     "latency": (True, ["--items", "40", "--chunk", "20", "--searches", "5", "--concurrency", "2", "--sessions", "2",
-                       "--compact-timeout", "0", "--no-breakdown", "--data", str(SWE_LITE),
+                       "--compact-timeout", "0", "--data", str(SWE_LITE),
                        "--out", "{out}/latency.json"]),
     "load": (True, ["--seconds", "3", "--adders", "2", "--searchers", "2", "--preload", "40", "--storm", "3",
                     "--crash-clients", "2", "--crash-after", "2", "--sessions", "2", "--data", str(SWE_LITE),

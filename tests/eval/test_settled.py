@@ -1,10 +1,10 @@
-"""eval.load.latency.settled: a benchmark times Searches once the compactor has nothing left to do,
+"""eval._compaction.settled: a benchmark times Searches once the compactor has nothing left to do,
 as the compactor itself judges it (a big store stays in many fragments it leaves alone)."""
 
 from __future__ import annotations
 
 from codemem.store.maintenance import Bounds
-from eval.load.latency import settled
+from eval._compaction import settled
 
 
 def test_a_big_store_in_many_full_fragments_is_settled() -> None:
