@@ -28,9 +28,9 @@ from codemem.contract.validation import require_text
 from codemem.errors import InvalidInput, NotFound
 from codemem.memory import Memory
 from codemem.ranking.shape import CHARS_PER_TOKEN
-from codemem.sessions import base_row
 from codemem.store.schema import key_of
 from codemem.store.writer import Upsert
+from codemem.writing.derived_rows import base_row
 
 SESSION_PREFIX = "chunk:"
 REGISTRATION = "registration"  # the kind of a user's registration row

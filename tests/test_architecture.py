@@ -142,7 +142,7 @@ def test_recognising_transcripts_needs_nothing_of_building_experiences() -> None
 def test_reading_git_needs_no_storage() -> None:
     """`codemem.git` reads history into experiences; storing them is the importers' job
     (`codemem.importers`), so the reading side stays usable on a repository alone."""
-    storing = ("codemem.store", "codemem.memory", "codemem.sessions", "codemem.importers")
+    storing = ("codemem.store", "codemem.memory", "codemem.writing", "codemem.importers")
     assert not _reaches("codemem.git", storing)
 
 
@@ -156,7 +156,7 @@ def test_nothing_in_the_core_depends_on_an_importer() -> None:
 def test_the_store_knows_nothing_above_it() -> None:
     """`codemem.store` keeps rows (and reads them back for people: inventory, short ids);
     what builds, ranks, imports or schedules them sits above it."""
-    above = ("codemem.memory", "codemem.sessions", "codemem.experience", "codemem.git",
+    above = ("codemem.memory", "codemem.experience", "codemem.git",
              "codemem.importers", "codemem.writing", "codemem.embedding", "codemem.memoryarena")
     assert not _reaches("codemem.store", above)
 

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from codemem import sessions
 from codemem.config import Settings
 from codemem.contract.types import Hit, SearchRequest
 from codemem.contract.validation import validate_search
@@ -44,7 +43,7 @@ from codemem.ranking.user_indexes import UserIndexes
 from codemem.store import inventory
 from codemem.store import short_ids as ids
 from codemem.store.lance import Store
-from codemem.store.schema import RESULT_COLUMNS, key_of
+from codemem.store.schema import DERIVED_KINDS, RESULT_COLUMNS, card_id, key_of
 from codemem.timeline import turns
 
 T = TypeVar("T")
@@ -112,7 +111,7 @@ class Searcher:
             return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
                                 self.turn_config, quiet=config.quiet_below > 0)
-        groups = group_by_session(items, scores, sessions.card_id, req.top_k, config.relevance_floor)
+        groups = group_by_session(items, scores, card_id, req.top_k, config.relevance_floor)
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
         for key, carried in ranking.reasons.items():
@@ -210,11 +209,11 @@ class Searcher:
         named = [c.fields for c in self.store.by_ids([ref]) if c.fields["user_id"] == user_id]
         session_key = str(named[0]["session_key"]) if named else key_of(user_id, ref)
         user_key = key_of(user_id)
-        derived = self.store.session_rows(session_key, sessions.DERIVED_KINDS, user_key=user_key)
+        derived = self.store.session_rows(session_key, DERIVED_KINDS, user_key=user_key)
         card = next((r for r in derived if r["kind"] == "card"), None)
         if card is None:  # no whole id: a shortened one
             session_key = key_of(user_id, ids.session_of(self.store, user_id, ref))
-            derived = self.store.session_rows(session_key, sessions.DERIVED_KINDS, user_key=user_key)
+            derived = self.store.session_rows(session_key, DERIVED_KINDS, user_key=user_key)
             card = next((r for r in derived if r["kind"] == "card"), None)
         if card is None:  # deleted meanwhile
             raise NotFound(f"no experience {ref!r} in the memory of {user_id!r}")

@@ -145,7 +145,7 @@ class Locks:
         self.commits = lock("commits.lock")
         # Held throughout every delete that no session lock covers (a user's, a purge), its
         # generation raised when one starts: what a process kept of any session may be gone,
-        # and nothing read while one runs is kept (`sessions.StateCache`).
+        # and nothing read while one runs is kept (`writing.session_state.StateCache`).
         self.deletes = lock("deletes.lock")
         self._sessions = [lock(f"session-{i:03d}.lock") for i in range(self.STRIPES)]
 

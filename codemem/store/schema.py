@@ -73,6 +73,15 @@ def items_schema(model: str, dim: int) -> pa.Schema:
     )
 
 
+# The rows a session's build writes (its messages are stored as they came).
+DERIVED_KINDS = ("card", "step")
+
+
+def card_id(session_key: str) -> str:
+    """The id of a session's card: one per session, replaced in place by each rebuild."""
+    return "c_" + session_key[:24]
+
+
 # What the retrievers read of each candidate: enough to rank and group; the full row is
 # fetched only for the items a Search returns.
 CANDIDATE_COLUMNS = ["id", "session_key", "kind"]

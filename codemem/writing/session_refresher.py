@@ -1,7 +1,7 @@
 """Deferred session rebuilds: a long session's card catches up once its Adds go quiet.
 
 `Memory.add` rebuilds a session's experience on the Add itself while that is cheap
-(`sessions.rebuild_due`); otherwise it marks the session here, and this thread rebuilds it
+(`derived_rows.rebuild_due`); otherwise it marks the session here, and this thread rebuilds it
 once it has gone quiet (`SessionRefresher`), or at shutdown.
 """
 

@@ -2,7 +2,7 @@
 
 A `SessionWriter` turns requests into rows (messages, and each session's card and steps),
 commits them through the group-commit writer and keeps what this process knows of each
-session (`sessions.StateCache`, `sessions.MessageCache`) and the shared card indexes
+session (`session_state.StateCache`, `session_state.MessageCache`) and the shared card indexes
 current. Its threads (the group writer, the compactor, the refresher) start with the first
 write, or with `start` in a server, so that a Memory that only searches starts none.
 """
@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import numpy as np
 
-from codemem import sessions
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Message
 from codemem.contract.validation import validate_add
@@ -30,6 +29,7 @@ from codemem.store.lance import Store
 from codemem.store.maintenance import Bounds, Compactor
 from codemem.store.schema import Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
+from codemem.writing import derived_rows, session_state
 from codemem.writing.add_leader import AddLeader
 from codemem.writing.session_refresher import SessionRefresher
 from parsers import exact_terms
@@ -54,8 +54,8 @@ class SessionWriter:
         self._refresher: SessionRefresher | None = None
         self._starting = threading.Lock()
         self._closed = False
-        self._histories = sessions.MessageCache()
-        self._states = sessions.StateCache(store.locks)
+        self._histories = session_state.MessageCache()
+        self._states = session_state.StateCache(store.locks)
         # Server workers sharing a local data directory: one of them runs every Add.
         lock_dir = store.locks.root
         self._leader = AddLeader(lock_dir, self._add_here) if settings.workers > 1 and lock_dir else None
@@ -137,7 +137,7 @@ class SessionWriter:
                 return self._result(req, stored=0, duplicate=True)
 
             def stored() -> bool:  # read again: another node may store it meanwhile
-                return request_key in sessions.state(self.store, session_key).requests
+                return request_key in session_state.state(self.store, session_key).requests
 
             with self.store.claim(request_key, stored) as mine:
                 if not mine:  # another node stored it
@@ -151,17 +151,17 @@ class SessionWriter:
                     self.refresher.mark(req.user_id, req.session_id)
         return self._result(req, stored=len(rows))
 
-    def _session_state(self, session_key: str) -> sessions.SessionState:
+    def _session_state(self, session_key: str) -> session_state.SessionState:
         """What is stored of the session: from memory when this process holds it current,
-        else one store read (`sessions.StateCache`). Called holding the session's lock."""
+        else one store read (`session_state.StateCache`). Called holding the session's lock."""
         held = self._states.get(session_key)
         if held is None:
-            held = sessions.state(self.store, session_key)
+            held = session_state.state(self.store, session_key)
             self._states.put(session_key, held)
         return held
 
-    def _write_session(self, session_key: str, before: sessions.SessionState, messages: list[Row],
-                       derived: sessions.Derived | None) -> None:
+    def _write_session(self, session_key: str, before: session_state.SessionState, messages: list[Row],
+                       derived: derived_rows.Derived | None) -> None:
         """Commit a session's new messages and derived rows (held under its lock), and keep
         what the session then holds."""
         self._states.writing(session_key)
@@ -205,7 +205,7 @@ class SessionWriter:
             rows: list[Row] = []
             for i, req, exp in todo:
                 messages = self._message_rows(req, key_of(req.user_id), key_of(req.user_id, req.request_id))
-                derived = sessions.experience_rows(exp, messages[0], [], self.embedder, max_tokens,
+                derived = derived_rows.experience_rows(exp, messages[0], [], self.embedder, max_tokens,
                                                    len(req.messages), embed_steps=False, vectors=vectors)
                 rows += messages + derived.rows
                 results[i] = self._result(req, stored=len(messages))
@@ -216,7 +216,7 @@ class SessionWriter:
                 self._cards_written(rows)
         return [results[i] for i in range(len(keyed))]
 
-    def _write_derived(self, derived: sessions.Derived, messages: list[Row]) -> None:
+    def _write_derived(self, derived: derived_rows.Derived, messages: list[Row]) -> None:
         """New messages and the session's derived rows in one commit: an append when the
         session had none yet (cheapest), else an upsert that replaces the card in place."""
         rows = messages + derived.rows
@@ -239,14 +239,14 @@ class SessionWriter:
         self.indexes.forget(user_key)
 
     def _derived_rows(self, req: AddRequest, base: Row, experience: Experience | None,
-                      before: sessions.SessionState) -> sessions.Derived | None:
+                      before: session_state.SessionState) -> derived_rows.Derived | None:
         """The session's card and steps after this Add, or None when the rebuild is deferred."""
         if experience is not None:
-            return sessions.experience_rows(
+            return derived_rows.experience_rows(
                 experience, base, before.derived, self.embedder,
                 self.settings.embed_max_tokens, len(req.messages), embed_steps=False,
             )
-        if not sessions.rebuild_due(before.messages + len(req.messages), before.built):
+        if not derived_rows.rebuild_due(before.messages + len(req.messages), before.built):
             self._histories.forget(base.session_key)
             return None
         # A card is not embedded while the model is still loading (`Embedder.ready`).
@@ -257,10 +257,10 @@ class SessionWriter:
             self.refresher.forget(req.user_id, req.session_id)
         return derived
 
-    def _rebuild(self, base: Row, before: sessions.SessionState, new_messages: list[Message],
-                 defer_untasked: bool = False, defer_vectors: bool = False) -> sessions.Derived:
+    def _rebuild(self, base: Row, before: session_state.SessionState, new_messages: list[Message],
+                 defer_untasked: bool = False, defer_vectors: bool = False) -> derived_rows.Derived:
         history = self._histories.messages(self.store, base.user_key, base.session_key, before.messages)
-        derived = sessions.rebuild(
+        derived = derived_rows.rebuild(
             self.embedder, self.settings.embed_max_tokens, base, before.derived, history, new_messages,
             self.settings.embed_steps, defer_untasked, defer_vectors,
         )
@@ -271,7 +271,7 @@ class SessionWriter:
 
     def refresh_session(self, user_id: str, session_id: str) -> None:
         """Rebuild a session's card and steps from everything stored (deferred rebuilds)."""
-        base = sessions.base_row(user_id, session_id, int(time.time() * 1000))
+        base = derived_rows.base_row(user_id, session_id, int(time.time() * 1000))
         with self.store.locks.session(base.session_key):
             before = self._session_state(base.session_key)
             if before.messages == 0:  # deleted meanwhile: nothing to rebuild, nothing to revive
@@ -369,7 +369,7 @@ class SessionWriter:
     def _deleting(self) -> Iterator[None]:
         """Around a delete that no session lock covers: the `deletes` lock is held throughout
         and its generation raised first, so every process drops what it kept of any session
-        (`sessions.StateCache`) and keeps nothing it reads while the delete runs, even if
+        (`session_state.StateCache`) and keeps nothing it reads while the delete runs, even if
         this process dies before the delete is done."""
         with self.store.locks.deletes:
             self.store.locks.deletes.bump()

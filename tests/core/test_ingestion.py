@@ -267,22 +267,22 @@ def test_ingest_git_rejects_a_non_repository(tmp_path: Path, capsys: pytest.Capt
 def test_long_sessions_rebuild_on_a_schedule_and_catch_up_when_quiet(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codemem import sessions
     from codemem.contract.types import Message
+    from codemem.writing import derived_rows, session_state
 
-    monkeypatch.setattr(sessions, "REBUILD_ALWAYS_UPTO", 10)
+    monkeypatch.setattr(derived_rows, "REBUILD_ALWAYS_UPTO", 10)
     built = []
     for i in range(8):
         msgs = [Message("user" if j % 2 == 0 else "assistant", f"step {i}.{j} edited src/app.py") for j in range(5)]
         memory.add(AddRequest(f"long-{i}", "dev", "long-session", msgs))
-        now = sessions.state(memory.store, key_of("dev", "long-session"))
+        now = session_state.state(memory.store, key_of("dev", "long-session"))
         built.append((now.messages, now.built))
     totals = [t for t, _ in built]
     assert totals == [5, 10, 15, 20, 25, 30, 35, 40]
     # Rebuilt on every Add up to 10 messages, then only after 25% growth: 10 -> 15 -> 20 -> 25 -> 35.
     assert [b for _, b in built] == [5, 10, 15, 20, 25, 25, 35, 35]
     memory.refresher.flush()
-    after = sessions.state(memory.store, key_of("dev", "long-session"))
+    after = session_state.state(memory.store, key_of("dev", "long-session"))
     assert (after.messages, after.built) == (40, 40)
     assert len(_cards(memory, "dev")) == 1
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from codemem.contract.types import Message
-from codemem.sessions import MessageCache
 from codemem.store import lance as store_lance
 from codemem.store.lance import Store
 from codemem.store.locks import Locks, ProcessLock
 from codemem.store.maintenance import KEEP_VERSIONS_FOR, Bounds, Compactor
 from codemem.store.schema import Row
+from codemem.writing.session_state import MessageCache
 
 USER, SESSION = "u" * 32, "s" * 32
 

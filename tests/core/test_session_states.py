@@ -1,5 +1,5 @@
 """An Add reads its session's state from memory while no other process wrote the session
-(`sessions.StateCache`), and from the store whenever one did, deleted it, or this process
+(`session_state.StateCache`), and from the store whenever one did, deleted it, or this process
 restarted or failed a write."""
 
 from __future__ import annotations
