@@ -9,7 +9,7 @@ scans (backticks, dotted names); code blocks go through tree-sitter.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from parsers.commands import (
     PROMPT_HINT,
@@ -33,7 +33,7 @@ from parsers.paths import (
 from parsers.scan import TextIndex, run_start, strip_ansi
 from parsers.symbols import extract_symbols
 from parsers.traces import is_exception_name, scan_traces
-from parsers.types import CodeRefs, Frame
+from parsers.types import CodeRefs
 
 MAX_TEXT_CHARS = 5_000_000
 MAX_LINE_CHARS = 5_000
@@ -80,21 +80,12 @@ _TRIVIAL_CALLS = frozenset(
 
 @dataclass(slots=True)
 class _FoundRefs:
-    """The references found so far in one text, and what is left of its code budget."""
+    """The references found so far in one text (their lists grow in place), and what is left
+    of its code budget."""
 
-    files: list[str] = field(default_factory=list)
-    symbols: list[str] = field(default_factory=list)
-    exceptions: list[str] = field(default_factory=list)
-    error_messages: list[str] = field(default_factory=list)
-    frames: list[Frame] = field(default_factory=list)
-    test_ids: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
+    found: CodeRefs = field(default_factory=CodeRefs)
     code_budget: int = MAX_CODE_CHARS
     blocks: int = 0
-
-    def refs(self) -> CodeRefs:
-        return CodeRefs(self.files, self.symbols, self.exceptions, self.error_messages,
-                        self.frames, self.test_ids, self.commands)
 
 
 @dataclass(slots=True)
@@ -136,17 +127,17 @@ def _test_ids(index: TextIndex, acc: _FoundRefs) -> None:
     text = index.text
     if ".py::" in text:
         for m in _PYTEST_ID.finditer(index.select(_HINT_PYTEST)):
-            acc.test_ids.append(normalize_path(m["id"]))
-            acc.files.append(normalize_path(m["path"]))
+            acc.found.test_ids.append(normalize_path(m["id"]))
+            acc.found.files.append(normalize_path(m["path"]))
     if "test" in text:
         for m in _DJANGO_ID.finditer(index.select(_HINT_DJANGO)):
             owner, name = m["owner"], m["name"]
             if "." in owner:
-                acc.test_ids.append(owner if owner.endswith("." + name) else f"{owner}.{name}")
+                acc.found.test_ids.append(owner if owner.endswith("." + name) else f"{owner}.{name}")
     if "--- " in text or "=== " in text:
-        acc.test_ids.extend(m["id"] for m in _GO_TEST.finditer(index.select(_HINT_GO)))
+        acc.found.test_ids.extend(m["id"] for m in _GO_TEST.finditer(index.select(_HINT_GO)))
     if " ... " in text:
-        acc.test_ids.extend(m["id"] for m in _RUST_TEST.finditer(index.select(_HINT_RUST)))
+        acc.found.test_ids.extend(m["id"] for m in _RUST_TEST.finditer(index.select(_HINT_RUST)))
 
 
 def _symbol_ref(body: str) -> str | None:
@@ -185,17 +176,17 @@ def _prose(prose: TextIndex, acc: _FoundRefs) -> None:
                 continue
             seen.add(body)
             if looks_like_command(body):
-                acc.commands.append(clean_command(body))
+                acc.found.commands.append(clean_command(body))
             elif is_path(body):
-                acc.files.append(normalize_path(body))
+                acc.found.files.append(normalize_path(body))
             elif is_exception_name(body):
-                acc.exceptions.append(body)
+                acc.found.exceptions.append(body)
             else:
                 name = _symbol_ref(body)
                 if name:
-                    acc.symbols.append(name)
+                    acc.found.symbols.append(name)
                     if _DOTTED_TEST.match(name):
-                        acc.test_ids.append(name)
+                        acc.found.test_ids.append(name)
     for name in dict.fromkeys(_dotted_names(strip_urls(prose.select(_HINT_DOTTED)))):
         parts = name.split(".")
         last = parts[-1].lower()
@@ -205,7 +196,7 @@ def _prose(prose: TextIndex, acc: _FoundRefs) -> None:
             continue
         if is_file_extension(last) or is_exception_name(name):
             continue  # a file name (or product name like Node.js), or an exception
-        acc.symbols.append(name)
+        acc.found.symbols.append(name)
 
 
 def _code_symbols(code: str, language: str, acc: _FoundRefs) -> None:
@@ -219,7 +210,7 @@ def _code_symbols(code: str, language: str, acc: _FoundRefs) -> None:
         if sym.kind == "call" and ("." not in sym.qualified_name and (
                 sym.name in _TRIVIAL_CALLS or sym.name.startswith("assert"))):
             continue
-        acc.symbols.append(sym.qualified_name)
+        acc.found.symbols.append(sym.qualified_name)
 
 
 def _repl_code(lines: list[str]) -> str:
@@ -239,7 +230,7 @@ def _blocks(blocks: list[_Block], acc: _FoundRefs) -> list[str]:
         if tag in DIFF_TAGS:
             continue
         if tag in SHELL_TAGS:
-            acc.commands.extend(shell_block_commands(block.lines))
+            acc.found.commands.extend(shell_block_commands(block.lines))
             continue
         body = "\n".join(block.lines)
         if tag:
@@ -259,10 +250,10 @@ def _diff_refs(text: str, acc: _FoundRefs) -> None:
     if "@@" not in text or not ("\n+++ " in text or "diff --git" in text):
         return
     for f in parse_diff(text):
-        acc.files.append(f.path)
+        acc.found.files.append(f.path)
         if f.old_path:
-            acc.files.append(f.old_path)
-        acc.symbols.extend(f.symbols)
+            acc.found.files.append(f.old_path)
+        acc.found.symbols.extend(f.symbols)
 
 
 def extract_text_refs(text: str) -> CodeRefs:
@@ -277,24 +268,23 @@ def extract_text_refs(text: str) -> CodeRefs:
     acc = _FoundRefs()
     prose_lines, blocks = _split_fences(lines)
 
-    acc.files.extend(find_paths(strip_urls(index.select(PATH_HINT))))
+    acc.found.files.extend(find_paths(strip_urls(index.select(PATH_HINT))))
     traces = scan_traces(index)
-    acc.frames.extend(traces.frames)
-    acc.exceptions.extend(traces.exceptions)
-    acc.error_messages.extend(traces.messages)
-    acc.files.extend(normalize_path(f.file) for f in traces.frames
+    acc.found.frames.extend(traces.frames)
+    acc.found.exceptions.extend(traces.exceptions)
+    acc.found.error_messages.extend(traces.messages)
+    acc.found.files.extend(normalize_path(f.file) for f in traces.frames
                      if not f.file.startswith(("<", "node:")) and is_path(f.file))
     _test_ids(index, acc)
     _diff_refs(scan, acc)
 
     plain = _blocks(blocks, acc)
-    acc.commands.extend(prompt_commands(index.select(PROMPT_HINT)))
-    acc.commands.extend(tool_call_commands(scan))
-    acc.commands.extend(line_commands(prose_lines + plain))
+    acc.found.commands.extend(prompt_commands(index.select(PROMPT_HINT)))
+    acc.found.commands.extend(tool_call_commands(scan))
+    acc.found.commands.extend(line_commands(prose_lines + plain))
     _prose(TextIndex("\n".join(prose_lines)), acc)
     repl = [ln for ln in prose_lines if _REPL.match(ln)]
     if repl:
         _code_symbols(_repl_code(repl), "python", acc)
-    exceptions = set(acc.exceptions)
-    acc.symbols = [s for s in acc.symbols if s not in exceptions]
-    return acc.refs()
+    exceptions = set(acc.found.exceptions)
+    return replace(acc.found, symbols=[s for s in acc.found.symbols if s not in exceptions])

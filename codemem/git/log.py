@@ -34,6 +34,23 @@ _MISSING_OBJECT = re.compile(
 _READ_ALONE = 64  # new changes not on top of the known ones, up to which each is read alone
 
 
+def _log_options(*merges: str) -> list[str]:
+    """The options of every history read: our record format, and each commit's changed files
+    and patch with renames found, in git's plain form whatever the user's configuration says
+    (no colour, external diff, text conversion or relative paths; ``a/`` and ``b/`` prefixes);
+    `merges` says how merges are walked."""
+    return [
+        f"--format={LOG_FORMAT}",
+        "--encoding=UTF-8",
+        *merges,
+        "--raw", "-p",
+        "-M",
+        "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
+        "--src-prefix=a/", "--dst-prefix=b/",
+        "--submodule=short",
+    ]  # fmt: skip
+
+
 def iter_commits(
     repo_path: str,
     since: datetime | None = None,
@@ -53,18 +70,7 @@ def iter_commits(
     if opened is None:
         return iter(())
     repo, tip = opened
-    args = [
-        "log", tip,
-        f"--format={LOG_FORMAT}",
-        "--encoding=UTF-8",
-        "--no-merges",
-        "--raw", "-p",
-        "-M",
-        "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
-        "--src-prefix=a/", "--dst-prefix=b/",
-        "--submodule=short",
-        *_window(since, max_commits),
-    ]  # fmt: skip
+    args = ["log", tip, *_log_options("--no-merges"), *_window(since, max_commits)]
     return stream_log(repo, args, max_diff_bytes)
 
 
@@ -102,16 +108,7 @@ def iter_changes(
     if on_top:
         walk = [tip, f"^{mainline[len(new)]}"]  # the usual re-run: new commits on top
     merges = _branch_commits(repo, tip, str(repo.git.rev_list("--first-parent", tip)).split())
-    options = [
-        f"--format={LOG_FORMAT}",
-        "--encoding=UTF-8",
-        "--first-parent", "--diff-merges=first-parent",
-        "--raw", "-p",
-        "-M",
-        "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
-        "--src-prefix=a/", "--dst-prefix=b/",
-        "--submodule=short",
-    ]  # fmt: skip
+    options = _log_options("--first-parent", "--diff-merges=first-parent")
     wanted = set(new)
     misses = skipped if skipped is not None else []
     if on_top or len(new) == len(mainline) or len(new) > _READ_ALONE:
