@@ -7,6 +7,7 @@ instead of raising: callers fall back to text heuristics.
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 from functools import cache
 from importlib import resources
@@ -26,6 +27,7 @@ __all__ = ["MATCH_LIMIT", "MAX_SOURCE_BYTES", "Match", "Node", "get_language", "
            "node_text", "parse", "run_query", "to_bytes"]
 
 _local = threading.local()
+_INCLUDE = re.compile(r"^;\s*include:\s*[\w-]+\s*$")
 
 
 @cache
@@ -44,19 +46,31 @@ def get_language(language: str) -> Language | None:
 
 @cache
 def get_query(language: str) -> Query | None:
-    """The tags query shipped as ``parsers/queries/<lang>-tags.scm``, compiled once."""
+    """The tags query shipped as ``parsers/queries/<lang>-tags.scm``, compiled once. A line
+    ``; include: NAME`` there stands for the patterns of ``queries/NAME.scm``, which
+    languages with alike grammars share."""
     lang = get_language(language)
     stem = QUERY_FILES.get(language)
     if lang is None or stem is None:
         return None
     try:
-        source = (resources.files("parsers") / "queries" / f"{stem}-tags.scm").read_text("utf-8")
+        source = _with_includes(_query_text(f"{stem}-tags"))
     except (FileNotFoundError, OSError):
         return None
     try:
         return Query(lang, source)
     except (QueryError, ValueError):
         return None
+
+
+def _query_text(name: str) -> str:
+    return (resources.files("parsers") / "queries" / f"{name}.scm").read_text("utf-8")
+
+
+def _with_includes(source: str) -> str:
+    """The query text with each ``; include: NAME`` line replaced by ``queries/NAME.scm``."""
+    return "".join(_query_text(line.split(":", 1)[1].strip()) if _INCLUDE.match(line) else line
+                   for line in source.splitlines(keepends=True))
 
 
 def _parser(language: str) -> Parser | None:

@@ -88,3 +88,13 @@ def test_unknown_language_has_no_grammar_or_query() -> None:
 )
 def test_is_code_path(path: str, code: bool) -> None:
     assert is_code_path(path) is code
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript", "tsx"])
+def test_the_shared_ecma_patterns_are_included(language: str) -> None:
+    """javascript and typescript include `ecma-shared.scm`: a named arrow function and a
+    call are found in both."""
+    from parsers import extract_symbols
+
+    found = {(s.name, s.kind) for s in extract_symbols("const add = (a, b) => a + b;\nadd(1, 2);\n", language)}
+    assert ("add", "function") in found and ("add", "call") in found
