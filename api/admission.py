@@ -2,17 +2,15 @@
 it, optionally, at most `threads` requests of each kind are worked on at once.
 
 A platform retries 429/5xx with backoff; a request queued behind hundreds of others only
-grows every caller's latency (`eval.load`). The bounds default above what the Coding track
-sends at once, so an
-evaluation is never refused; a runaway client is.
+grows every caller's latency. The bounds default above what the Coding track sends at once,
+so an evaluation is never refused; a runaway client is.
 
 The decision is taken on the event loop before any work and before the body is read, so a
 refusal costs no thread and no model time. Each kind gets its own `threads` worker threads
 (`Settings.add_threads`, `search_threads`; 0: anyio's shared pool of 40), the admitted rest
 waiting on the event loop holding nothing. In one shared pool, Searches waiting in numbers
-held most threads and Adds ran a few at a time, each group commit small; with a pool each,
-the same clients got more Adds through at the same Searches per second (eval/README.md,
-"Worker threads per kind").
+held most threads and Adds ran a few at a time, each group commit small; a pool each keeps
+Searches from starving Adds.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class OnnxEncoder:
 
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
             tokenizer.no_padding()
-            # By path, not bytes: ONNX Runtime then reads the file itself, in half the time.
+            # By path, not bytes: ONNX Runtime then reads the file itself, which is faster.
             return cls(_session(str(graph_path), threads), tokenizer)
         except Exception:  # noqa: BLE001 - a damaged cache: exported again where torch is loaded
             log.warning("cached ONNX query encoder %s unreadable", graph_path, exc_info=True)

@@ -37,8 +37,8 @@ from parsers.types import CodeRefs
 
 MAX_TEXT_CHARS = 5_000_000
 MAX_LINE_CHARS = 5_000
-# tree-sitter parses ~3 MB/s and match handling costs as much again: this budget
-# keeps code blocks to a few tens of milliseconds per text.
+# Parsing code blocks with tree-sitter is the dearest step of a text: this budget bounds
+# its cost per text.
 MAX_CODE_CHARS = 40_000
 MAX_BLOCK_CHARS = 20_000
 MAX_CODE_BLOCKS = 32

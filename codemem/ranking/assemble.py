@@ -4,8 +4,7 @@ then each session's matching items are grouped under its card.
 A long session has hundreds of messages that each match a few query words, so fusing at
 item level and summing a session's items rewards length. Each retriever instead ranks
 sessions by their best item, and reciprocal-rank fusion combines those session rankings,
-which puts the right trajectory first more often than item-level fusion (the replay,
-`python -m eval.replay`; eval/README.md).
+so a session counts once per retriever whatever its length.
 """
 
 from __future__ import annotations

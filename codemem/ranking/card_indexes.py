@@ -80,7 +80,7 @@ class CardIndexes(Generic[IndexT]):
         the store's change count (`Store.changes`) as `version`, an index read at that same
         count is current however old it is: nothing was written since, so a Search on a
         memory nobody writes to never reads the cards again (re-reading them each
-        `max_age_s` showed in a Search's tail latency, `eval.restart`)."""
+        `max_age_s` would show in a Search's tail latency)."""
         with self._lock:
             held = self._built.get(user_key)
             if held is not None and ((version is not None and held.version == version)

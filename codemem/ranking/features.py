@@ -23,7 +23,7 @@ KINDS = ("card", "step", "message")
 
 # Every feature is scale-free (a rank, a share of the query's best, a lead over the best other
 # candidate, a share of the query's words): raw BM25 scores, cosines and idf masses depend on
-# the memory's size and texts, and did worse held out by repository (train/ranker/README.md).
+# the memory's size and texts, so they do not carry over from one repository to another.
 # And every one says "more related" as it grows, which the model is held to (monotone
 # constraints), so that it cannot learn a quirk of the training memories in reverse.
 FEATURES: tuple[str, ...] = (

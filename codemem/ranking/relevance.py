@@ -15,11 +15,11 @@ it stands out: its lead over the best other experience in the fusion and in BM25
 of the larger score, so the same in a repository whose texts all score high as in one
 whose texts score low) and how many retrievers put it first; the cosine of its nearest
 item to the task anchors that in how close it is at all. Absolute fused scores and
-code-location mass did not carry over from one repository to the other
-(`eval/relevance_cv.py`). The relevance of an experience is a logistic function of those
+code-location mass are left out: they do not carry over from one repository to another.
+The relevance of an experience is a logistic function of those
 signals: a probability-like number comparable across queries, which decides whether an
 answer carries evidence or stays quiet (`SearchConfig.quiet_below`). Its few coefficients
-are fitted by cross-validation across repositories (`eval/relevance_cv.py`).
+are data (`ranking/recipes.py`), fitted by `python -m eval.replay.relevance_cv`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 `lancedb` imports `lance_namespace`, which takes its request and response models from
 `lance_namespace_urllib3_client.models`. That package's `__init__` also imports its nine
 generated API classes, whose hundreds of methods each build a pydantic `validate_call`
-validator: almost half the CPU time of importing the store, for the REST namespace client,
-which a directory or S3 bucket never uses. A cold
-`codemem search` and the MCP server's first tool call wait for that import.
+validator: a large part of the CPU time of importing the store, for the REST namespace
+client, which a directory or S3 bucket never uses. A cold `codemem search` and the MCP
+server's first tool call wait for that import.
 
 `defer_rest_client()` defers that one `__init__`, in the way `importlib.util.LazyLoader`
 defers a module, but keeping the package's `__path__` so its submodules (`models`) import as

@@ -66,10 +66,9 @@ class Store:
         LanceDB can check for a newer version at every read (`read_consistency_interval`
         0), but a check lists the table's versions, a few thousand of them under a steady
         stream of Adds (old versions are kept two minutes), which makes every small read
-        markedly dearer (`eval.read_check`). On a local data
-        directory every commit is counted instead, in a lock file all processes share
-        (`Locks.count_commit`), and a read first compares that count, 8 bytes, with the one
-        this process's handle is current at; it checks out the latest version only when
+        markedly dearer. On a local data directory every commit is counted instead, in a
+        lock file all processes share (`Locks.count_commit`), and a read first compares that
+        count, 8 bytes, with the one this process's handle is current at; it checks out the latest version only when
         another process committed since (`_fresh`). On object storage (no shared file)
         every read checks with LanceDB."""
         self.locks = Locks(uri)
@@ -230,11 +229,10 @@ class Store:
 
     def _query(self) -> AsyncQuery:
         """A query on this store's own table handle (so it sees every write this process
-        committed), in LanceDB's async form. The sync query builders hop to LanceDB's event
-        loop six to eight times a query, re-reading the table's schema on two of them; the
-        async form runs in one hop (`_run`), for less CPU on every kind of query
-        (eval/README.md, "One Search's CPU"). The handle is the sync
-        table's own async table, which lancedb (pinned <0.41) keeps as `_table`."""
+        committed), in LanceDB's async form: the sync query builders hop to LanceDB's event
+        loop several times a query and re-read the table's schema, the async form runs in
+        one hop (`_run`). The handle is the sync table's own async table, which lancedb
+        (pinned <0.41) keeps as `_table`."""
         self._fresh()
         return cast(lancedb.table.LanceTable, self.table)._table.query()
 
@@ -352,20 +350,18 @@ class Store:
         """Compact small fragments, fold new rows into the indexes, drop old versions.
 
         Through Lance itself (`pylance`, the Lance that LanceDB is built on), not LanceDB's
-        `Table.optimize`, too dear for a round every few seconds under load (eval/README.md,
-        "Compaction at 20k rows"): it compacts every fragment under a million
-        rows, so once the tail compacted last time was indexed it rewrote the whole table
-        with the new one, and it merged new rows into every index, rewriting the two
-        full-text indexes whole. Here fragments of `COMPACT_TARGET_ROWS`
-        rows or more are left as they are, the scalar indexes (cheap) are merged as before,
+        `Table.optimize`, too dear for a round every few seconds under load: it compacts
+        every fragment under a million rows, so once the tail compacted last time was
+        indexed it rewrote the whole table with the new one, and it merged new rows into
+        every index, rewriting the two full-text indexes whole. Here fragments of
+        `COMPACT_TARGET_ROWS` rows or more are left as they are, the scalar indexes (cheap) are merged as before,
         and new rows go into a new segment of each full-text index, merged into one once it
         holds `MAX_INDEX_SEGMENTS` (a Search over a few segments costs no more than over one).
 
         The rewrite of the small fragments holds the write lock (every process's writes wait
         for it, tens of milliseconds): LanceDB refuses a rewrite whose fragments an upsert
-        touched meanwhile, and under a steady stream of Adds half the rounds failed that way
-        (25-31 a minute at 32 Add + 64 Search clients), each followed by a round holding the
-        lock throughout. The index work and the clean-up run beside the writes. `exclusive`
+        touched meanwhile, which under a steady stream of Adds happens often, each failure
+        followed by a round holding the lock throughout. The index work and the clean-up run beside the writes. `exclusive`
         holds the lock for the whole round (after a round failed anyway)."""
         unlocked = contextlib.nullcontext()
         round_lock, rewrite_lock = (self.write_lock, unlocked) if exclusive else (unlocked, self.write_lock)

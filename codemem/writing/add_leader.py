@@ -4,9 +4,7 @@ With `codemem serve --workers N` each worker is a process with its own `Memory` 
 shared data directory. Adds split between processes lose what makes them cheap in one:
 a group commit joins the Adds of one process only, so two writers take turns on the write
 lock with half the Adds in each commit, and a session whose Adds land on both workers has
-its state and history read back from the store whenever the other one wrote last: two
-workers acknowledged fewer Adds than one under mixed load (eval/README.md, "Two workers,
-profiled").
+its state and history read back from the store whenever the other one wrote last.
 
 So the worker that holds the leader lock (`.codemem-locks/adds-leader.lock`) runs every
 Add, and the others send theirs to it over a Unix socket (Linux's abstract namespace: no

@@ -60,10 +60,9 @@ def state(store: Store, session_key: str) -> SessionState:
 class StateCache:
     """The state of recently written sessions, so an Add reads nothing of the store first.
 
-    An Add read its session's state (message count, derived rows) and whether its request
-    was stored before: two or three store queries, dear on a table that single-message Adds
-    keep fragmented, and most of an Add's reading (eval/README.md, "One Add's reads"). Here
-    what this process read or wrote of a session is kept, and kept current by its own
+    An Add needs its session's state (message count, derived rows) and whether its request
+    was stored before: store queries, dear on a table that single-message Adds keep
+    fragmented. Here what this process read or wrote of a session is kept, and kept current by its own
     writes. Every writer of a session, in any process, holds the session's lock and raises
     the lock file's generation before it writes (`writing`); an entry is used only while
     the generation is the one this process last saw or set, so a write by another process

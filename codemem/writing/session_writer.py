@@ -285,8 +285,7 @@ class SessionWriter:
     def _embed_messages(self, rows: list[Row]) -> None:
         """Give message rows that have none a vector. A conversation's messages are each
         embedded: there the answer to a question is one turn, said in other words than the
-        question's (`python -m eval.locomo`; eval/README.md), while a coding session's
-        messages stay BM25-only
+        question's, while a coding session's messages stay BM25-only
         (`Settings.embed_messages`: embedding them is most of an Add's cost)."""
         todo = [r for r in rows if r.vector is None and r.kind == "message" and r.text.strip()]
         for r, v in zip(todo, self.embedder.embed([r.text for r in todo], self.settings.embed_max_tokens), strict=True):

@@ -17,7 +17,7 @@ _DECISION_SCORE = 4.0
 
 
 _CUT = "\n... (cut)"
-_CUT_SLACK = 10  # a cut step ends this far under STEP_CHARS: the bound stored steps and the replay figures share
+_CUT_SLACK = 10  # a cut step, its marker included, ends this far under STEP_CHARS
 
 
 def _bounded(text: str) -> str:
