@@ -50,7 +50,7 @@ def _replaced(node: Any, changes: Mapping[str, object], prefix: str) -> Any:
     for path, value in changes.items():
         head, _, rest = path.partition(".")
         if head not in names:
-            raise ValueError(f"no setting {prefix + path!r}; {prefix or 'the top level'} holds {', '.join(names)}")
+            raise ValueError(f"no setting {prefix + path!r}; {prefix[:-1] or 'the top level'} holds {', '.join(names)}")
         if rest:
             nested.setdefault(head, {})[rest] = value
         else:
