@@ -199,8 +199,9 @@ def fit_threshold(memory: Memory, cases: Sequence[Case],
     either its loud or its quiet version, so both are built once and every threshold is
     scored exactly. Also returns the training figures of every threshold (the trade-off
     curve)."""
-    loud = {(c.task.instance_id, c.condition): answer_score(memory, c, config.replace({"calibration.quiet_below": 0.0})) for c in cases}
-    hush = {(c.task.instance_id, c.condition): answer_score(memory, c, config.replace({"calibration.quiet_below": 1.0})) for c in cases}
+    never, always = config.replace({"calibration.quiet_below": 0.0}), config.replace({"calibration.quiet_below": 1.0})
+    loud = {(c.task.instance_id, c.condition): answer_score(memory, c, never) for c in cases}
+    hush = {(c.task.instance_id, c.condition): answer_score(memory, c, always) for c in cases}
     best = {(c.task.instance_id, c.condition): best_relevance(c, config) for c in cases}
 
     def outcome(t: float) -> tuple[float, float]:

@@ -60,7 +60,8 @@ class _NoModel:
 
 
 def test_a_search_of_a_memory_that_does_not_exist_reaches_no_model(tmp_path: Path) -> None:
-    with Memory(Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 0}), embedder=_NoModel()) as memory:  # type: ignore[arg-type]
+    settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 0})
+    with Memory(settings, embedder=_NoModel()) as memory:  # type: ignore[arg-type]
         assert memory.search(SearchRequest(query="TypeError when filtering", user_id="nobody", top_k=5)) == []
         assert memory.search(SearchRequest(query="TypeError when filtering", user_id="nobody", top_k=5)) == []
 

@@ -61,7 +61,8 @@ def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) ->
 
 def test_a_quiet_answer_drops_the_evidence_and_cuts_the_cards(memory: Memory) -> None:
     _fill(memory)
-    unsure = SURE.replace({"calibration.coefficients": (-50.0, 0.0, 0.0, 0.0, 0.0), "answer.quiet_card_chars": 200, "answer.quiet_first_evidence_chars": 1_000})
+    unsure = SURE.replace({"calibration.coefficients": (-50.0, 0.0, 0.0, 0.0, 0.0), "answer.quiet_card_chars": 200,
+                           "answer.quiet_first_evidence_chars": 1_000})
     loud = _search(memory, QUERY, unsure.replace({"calibration.quiet_below": 0.0}))
     quiet = _search(memory, QUERY, unsure)
     assert quiet[0].session_id == loud[0].session_id == "fix"
@@ -78,7 +79,8 @@ def test_a_quiet_answer_drops_the_evidence_and_cuts_the_cards(memory: Memory) ->
 
 def test_quiet_is_off_when_its_threshold_is_zero(memory: Memory) -> None:
     _fill(memory)
-    hits = _search(memory, "kubernetes ingress timeout", SURE.replace({"calibration.coefficients": (-50.0, 0, 0, 0, 0), "calibration.quiet_below": 0.0}))
+    never_quiet = SURE.replace({"calibration.coefficients": (-50.0, 0, 0, 0, 0), "calibration.quiet_below": 0.0})
+    hits = _search(memory, "kubernetes ingress timeout", never_quiet)
     assert not any(h.metadata.get("quiet") for h in hits)
 
 
