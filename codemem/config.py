@@ -185,6 +185,8 @@ class SearchSettings:
 
 @dataclass(frozen=True)
 class Settings(ConfigTree):
+    """Every setting of a process, by part; `from_env` reads them, `replace` varies one by path."""
+
     storage: Storage = field(default_factory=Storage)
     server: Server = field(default_factory=Server)
     embedding: Embedding = field(default_factory=Embedding)
@@ -262,7 +264,7 @@ def read_variables(variables: Mapping[str, Variable], environ: Mapping[str, str]
         try:
             found[name] = (var.path, var.parse(raw))
         except ValueError as exc:
-            raise ValueError(f"{name}={raw!r} is not a valid {PARSERS[var.parse]}") from exc
+            raise ValueError(f"{name}={raw!r} is not a valid {PARSERS.get(var.parse, 'value')}") from exc
     return found
 
 
