@@ -50,8 +50,8 @@ os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation war
 
 import httpx  # noqa: E402
 
+from codemem.config import Maintenance  # noqa: E402
 from codemem.store.lance import COMPACT_TARGET_ROWS  # noqa: E402
-from codemem.store.maintenance import Bounds  # noqa: E402
 from eval._data import RELATED, chunks, load_queries, load_sessions  # noqa: E402
 from eval._paths import REPO_ROOT, RESULTS, SWE_LITE, SWE_LITE_TAR  # noqa: E402
 from eval._provenance import header as provenance_header  # noqa: E402
@@ -196,13 +196,13 @@ def table_stats(data_dir: str) -> dict[str, int]:
 
 def settled(stats: dict[str, int]) -> bool:
     """Whether the compactor has nothing left to do on a store with these `table_stats`."""
-    return stats["unindexed_rows"] == 0 and stats["fragments_to_compact"] <= Bounds().small_fragments
+    return stats["unindexed_rows"] == 0 and stats["fragments_to_compact"] <= Maintenance().max_small_fragments
 
 
 def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, Any]:
     """Wait until the server's compactor has folded in everything the Adds left, as it
     judges it: nothing unindexed, no more fragments it would merge (under
-    `COMPACT_TARGET_ROWS` rows) than its `Bounds` allow (it leaves larger ones alone, so a
+    `COMPACT_TARGET_ROWS` rows) than its bounds (`Maintenance`) allow (it leaves larger ones alone, so a
     big store stays in many fragments; Lance keeps an indexed fragment apart from
     not-yet-indexed ones, so a few small ones can remain), and the table version unchanged
     for `settle_polls` polls (an optimize makes several commits). "ran" says whether the
@@ -238,15 +238,15 @@ class QueryEmbedTimer:
         # The server's settings: its defaults plus the CODEMEM_* values it was given.
         self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})
         try:
-            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads,
-                                           onnx_queries=self.settings.onnx_queries)
+            self.embedder = MiniLMEmbedder(threads=self.settings.embedding.threads,
+                                           onnx_queries=self.settings.embedding.onnx_queries)
         except (TypeError, AttributeError):  # an older embedder, without these settings
             self.embedder = MiniLMEmbedder()
         getattr(self.embedder, "warm", self.embedder.load)()  # as the server does
-        self.embedder.embed(["warm up"], self.settings.query_max_tokens)
+        self.embedder.embed(["warm up"], self.settings.embedding.query_max_tokens)
 
     def time(self, queries: list[str], n: int, max_tokens: int | None = None) -> dict[str, Any]:
-        max_tokens = max_tokens or self.settings.query_max_tokens
+        max_tokens = max_tokens or self.settings.embedding.query_max_tokens
         lat = []
         for i in range(n):
             t0 = time.perf_counter()
@@ -265,7 +265,7 @@ def inprocess_breakdown(data_dir: str, queries: list[str], user_id: str, embedde
     from codemem.memory import Memory
 
     codemem_env = {k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")}
-    mem = Memory(Settings.from_env(codemem_env, data_dir=data_dir, compact_interval_s=0), embedder=embedder)
+    mem = Memory(Settings.from_env(codemem_env, overrides={"storage.data_dir": data_dir, "maintenance.interval_s": 0}), embedder=embedder)
     calls: dict[str, list[float]] = {}
     current: dict[str, float] = {}
     depth = [0]
