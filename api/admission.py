@@ -7,7 +7,7 @@ so an evaluation is never refused; a runaway client is.
 
 The decision is taken on the event loop before any work and before the body is read, so a
 refusal costs no thread and no model time. Each kind gets its own `threads` worker threads
-(`Settings.add_threads`, `search_threads`; 0: anyio's shared pool of 40), the admitted rest
+(`Server.add_threads`, `search_threads`; 0: anyio's shared pool of 40), the admitted rest
 waiting on the event loop holding nothing. In one shared pool, Searches waiting in numbers
 held most threads and Adds ran a few at a time, each group commit small; a pool each keeps
 Searches from starving Adds.

@@ -38,11 +38,11 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
         mem = memory or Memory(settings)
         mem.start()  # a server writes: its compactor runs from start-up, not from the first Add
         app.state.memory = mem
-        app.state.api_key = settings.api_key
+        app.state.api_key = settings.server.api_key
         app.state.memoryarena = memoryarena
         app.state.admission = {
-            "add": Admission("add", settings.max_inflight_adds, settings.add_threads),
-            "search": Admission("search", settings.max_inflight_searches, settings.search_threads),
+            "add": Admission("add", settings.limits.max_inflight_adds, settings.server.add_threads),
+            "search": Admission("search", settings.limits.max_inflight_searches, settings.server.search_threads),
         }
         app.state.ui_answers = ui.Answers()
         metrics.STORE.memory, metrics.STORE.admission = mem, app.state.admission
@@ -60,7 +60,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
 
     return Litestar(
         route_handlers=[health, MemoryController, MemoryArenaController, metrics.MetricsController,
-                        ui.router(settings.api_key), ui.static_router()],
+                        ui.router(settings.server.api_key), ui.static_router()],
         template_config=ui.template_config(),
         middleware=[access_log, metrics.prometheus().middleware],
         lifespan=[lifespan],
@@ -70,7 +70,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
             HTTPException: handle_http,
             Exception: handle_unexpected,
         },
-        request_max_body_size=settings.max_body_bytes,
+        request_max_body_size=settings.limits.max_body_bytes,
         openapi_config=OpenAPIConfig(title="codemem", version="0.1.0", path="/schema"),
         on_app_init=[_configure_logging(settings)],
         debug=False,
@@ -80,7 +80,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
 
 def _configure_logging(settings: Settings):  # type: ignore[no-untyped-def]
     def configure(config: AppConfig) -> AppConfig:
-        logging.getLogger("codemem").setLevel(settings.log_level.upper())
+        logging.getLogger("codemem").setLevel(settings.server.log_level.upper())
         return config
 
     return configure

@@ -61,8 +61,8 @@ class TextFormatter(logging.Formatter):
 def log_config(settings: Settings) -> dict[str, Any]:
     """A `logging.config.dictConfig` for uvicorn and codemem (uvicorn applies it in every
     worker process)."""
-    level = settings.log_level.upper()
-    formatter = {"()": JsonFormatter if settings.log_format == "json" else TextFormatter}
+    level = settings.server.log_level.upper()
+    formatter = {"()": JsonFormatter if settings.server.log_format == "json" else TextFormatter}
     return {
         "version": 1,
         "disable_existing_loggers": False,

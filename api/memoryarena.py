@@ -32,30 +32,34 @@ from litestar.datastructures import State
 from api.admission import Admission
 from api.auth import require_api_key
 from api.bodies import decode_body
-from codemem.config import ENV_PREFIX, read_env
-from codemem.config import env_names as config_env_names
+from codemem.config import Variable, read_variables
 from codemem.memoryarena import Recalled, TextMemories
 
 OK = "ok"
-_ENV_PREFIX = ENV_PREFIX + "MEMORYARENA_"
 
 
 @dataclass(frozen=True)
 class MemoryArenaSettings:
     """What wrap_user_prompt returns: at most `top_k` memories, within `token_budget` tokens
     (characters / 4; the best one always; 0 = only the count bounds it), each at most the
-    service's `max_item_chars`."""
+    service's `answer.max_item_chars`."""
 
     top_k: int = 20
     token_budget: int = 8_000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> MemoryArenaSettings:
-        return cls(**read_env(cls, _ENV_PREFIX, environ))  # type: ignore[arg-type]
+        return cls(**{path: value for path, value in read_variables(VARIABLES, environ).values()})  # type: ignore[arg-type]
+
+
+VARIABLES = {
+    "CODEMEM_MEMORYARENA_TOP_K": Variable("top_k", int),
+    "CODEMEM_MEMORYARENA_TOKEN_BUDGET": Variable("token_budget", int),
+}
 
 
 def env_names() -> list[str]:
-    return config_env_names(MemoryArenaSettings, _ENV_PREFIX)
+    return list(VARIABLES)
 
 
 class InitializeBody(msgspec.Struct):

@@ -44,13 +44,13 @@ def server_file(data_dir: str) -> Path | None:
 def announced(settings: Settings) -> Iterator[None]:
     """While serving: the file that names this server, removed when serving stops, on
     SIGTERM and SIGINT too (`_sigterm_unwinds`)."""
-    path = server_file(settings.data_dir)
+    path = server_file(settings.storage.data_dir)
     if path is None:
         yield
         return
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"url": f"http://{host}:{settings.port}", "pid": os.getpid()}
+    record = {"url": f"http://{host}:{settings.server.port}", "pid": os.getpid()}
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)

@@ -159,12 +159,11 @@ def dispatch(args: argparse.Namespace) -> int:
     """Run the subcommand `args` names, with its settings."""
     defaults: dict[str, object] = agent_defaults() if getattr(args, "agent", False) else {}
     if args.command == "mcp":
-        defaults["port"] = MCP_HTTP_PORT
-    settings = Settings.from_env(
-        defaults=defaults,
-        data_dir=args.data_dir, host=getattr(args, "host", None), port=getattr(args, "port", None),
-        workers=getattr(args, "workers", None),
-    )
+        defaults["server.port"] = MCP_HTTP_PORT
+    settings = Settings.from_env(defaults=defaults, overrides={
+        "storage.data_dir": args.data_dir, "server.host": getattr(args, "host", None),
+        "server.port": getattr(args, "port", None), "server.workers": getattr(args, "workers", None),
+    })
     try:
         return int(args.handler(settings, args) or 0)
     except KeyboardInterrupt:

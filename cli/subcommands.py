@@ -36,16 +36,16 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
     from api.logs import log_config, prepare_workers
     from cli import local_server
 
-    print(f"codemem serving on http://{settings.host}:{settings.port} (data: {settings.data_dir}, "
-          f"workers: {settings.workers}, auth: {'API key' if settings.api_key else 'open'})", file=sys.stderr)
-    common: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_config": log_config(settings),
+    print(f"codemem serving on http://{settings.server.host}:{settings.server.port} (data: {settings.storage.data_dir}, "
+          f"workers: {settings.server.workers}, auth: {'API key' if settings.server.api_key else 'open'})", file=sys.stderr)
+    common: dict[str, Any] = {"host": settings.server.host, "port": settings.server.port, "log_config": log_config(settings),
               "access_log": False, "timeout_graceful_shutdown": 30}
     with local_server.announced(settings):  # `codemem search` uses this server while it runs
-        if settings.workers <= 1:
+        if settings.server.workers <= 1:
             uvicorn.run(create_app(settings), **common)
         else:
             prepare_workers(settings)
-            uvicorn.run("api.app:create_app", factory=True, workers=settings.workers, **common)
+            uvicorn.run("api.app:create_app", factory=True, workers=settings.server.workers, **common)
     return 0
 
 
@@ -54,12 +54,12 @@ def _offline_memory(settings: Settings, query: bool = False) -> Memory:
     ONNX query encoder loads on a thread of its own while LanceDB is imported."""
     from codemem.embedding import make_embedder
 
-    embedder = make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
+    embedder = make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
     if query:
         threading.Thread(target=embedder.warm_queries, name="codemem-encoder", daemon=True).start()
     from codemem.memory import Memory
 
-    return Memory(settings.replace(compact_interval_s=0), embedder=embedder)
+    return Memory(settings.replace({"maintenance.interval_s": 0}), embedder=embedder)
 
 
 def _user_id(args: argparse.Namespace, where: str = ".") -> str:
@@ -77,9 +77,9 @@ NOTHING_FOUND = 1
 def _missing(settings: Settings) -> bool:
     """True (said on stderr) when a command finds no data directory: it then creates
     nothing, and one that reads exits `NOTHING_FOUND`."""
-    if is_object_storage(settings.data_dir) or Path(settings.data_dir).expanduser().exists():
+    if is_object_storage(settings.storage.data_dir) or Path(settings.storage.data_dir).expanduser().exists():
         return False
-    print(f"codemem: no memory at {settings.data_dir}: nothing has been stored there yet "
+    print(f"codemem: no memory at {settings.storage.data_dir}: nothing has been stored there yet "
           "(`codemem ingest-git .` imports this repository's history; --data-dir or "
           "CODEMEM_DATA_DIR names another directory).", file=sys.stderr)
     return True
@@ -94,15 +94,15 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
         return NOTHING_FOUND
     req = SearchRequest(user_id=user_id, query=args.query, top_k=args.top_k)
     hits = None
-    if url := local_server.running_server(settings.data_dir):
+    if url := local_server.running_server(settings.storage.data_dir):
         try:
-            hits = local_server.search(url, req, settings.api_key)
+            hits = local_server.search(url, req, settings.server.api_key)
         except OSError as exc:
             print(f"codemem: the server at {url} did not answer ({exc}); searching here", file=sys.stderr)
     memory = None
     try:
         if hits is None:
-            print(f"codemem: searching {settings.data_dir} here (`codemem serve` beside it answers "
+            print(f"codemem: searching {settings.storage.data_dir} here (`codemem serve` beside it answers "
                   "faster)...", file=sys.stderr, flush=True)
             memory = _offline_memory(settings, query=True)
             hits = memory.search(req)
@@ -111,7 +111,7 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
             return 0 if hits else NOTHING_FOUND
         if not hits:
             memory = memory or _offline_memory(settings)
-            print(no_match(user_id, [u.user_id for u in memory.list_users(sizes=False)], settings.data_dir))
+            print(no_match(user_id, [u.user_id for u in memory.list_users(sizes=False)], settings.storage.data_dir))
             return NOTHING_FOUND
     finally:
         if memory is not None:
@@ -143,7 +143,7 @@ def memories(settings: Settings, args: argparse.Namespace) -> int:
         return NOTHING_FOUND
     with _offline_memory(settings) as memory:
         users = memory.list_users(sizes=False)
-    print(f"{len(users)} {'memory' if len(users) == 1 else 'memories'} in {settings.data_dir}")
+    print(f"{len(users)} {'memory' if len(users) == 1 else 'memories'} in {settings.storage.data_dir}")
     if not users:
         return NOTHING_FOUND
     width = max(len("user_id"), *(len(u.user_id) for u in users))
@@ -211,7 +211,7 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
         print(f"codemem: {why}: {args.repo}", file=sys.stderr)
         return 2
     user_id = _user_id(args, top)
-    print(f"codemem: importing {top} into the memory of {user_id} in {settings.data_dir}", file=sys.stderr)
+    print(f"codemem: importing {top} into the memory of {user_id} in {settings.storage.data_dir}", file=sys.stderr)
     memory = Memory(settings)
     try:
         report = run(memory, top, user_id, since=args.since, max_commits=args.max_commits)

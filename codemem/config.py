@@ -1,145 +1,22 @@
-"""All settings in one place, read from the environment; CLI flags override them.
+"""All settings in one tree, read from the environment; CLI flags override them.
 
-Every setting has an environment variable `CODEMEM_<NAME>`; the README's configuration
-table lists them (a test keeps the two in step).
+`Settings` nests its parts by concern (where the data lives, the server, the embedding model,
+writes, background maintenance, request limits, search). Every `CODEMEM_*` variable maps onto
+one leaf of the tree in `VARIABLES`, the one place names meet paths; the README's
+configuration table lists them (a test keeps the two in step).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
-from codemem.ranking.recipes import DEFAULT_SEARCH, RECIPES, SearchConfig
-
-ENV_PREFIX = "CODEMEM_"
-
-
-@dataclass(frozen=True)
-class Settings:
-    # A local directory, or object storage: s3://bucket/prefix (gs://, az:// too), with the
-    # endpoint and credentials from the usual AWS_* (GOOGLE_*, AZURE_*) variables. Default:
-    # one directory per person (`default_data_dir`), which every command shares.
-    data_dir: str = field(default_factory=lambda: default_data_dir())
-    host: str = "127.0.0.1"
-    # `codemem mcp --transport http` defaults to MCP_HTTP_PORT, so the two can run together.
-    port: int = 8000
-    # Server processes sharing the data directory (`codemem serve --workers N`).
-    workers: int = 1
-    api_key: str | None = field(default=None, repr=False)
-    # Embedding: the packaged offline model by default.
-    embedder: str = "minilm"
-    embed_threads: int = 1
-    embed_max_tokens: int = 256
-    # A session's card is always embedded (its task: later tasks are compared with it). Its
-    # steps and raw messages are BM25- and reference-indexed, and embedded only when these
-    # are on: embedding every step would take most of an Add's time on a small CPU
-    # (eval/README.md, "One Add's reads").
-    embed_steps: bool = False
-    embed_messages: bool = False
-    # A query's opening says what it asks; embedding costs grow with its length.
-    query_max_tokens: int = 64
-    # One text at a time (a query, a single card) runs through ONNX Runtime: the same vector
-    # (checked at start-up), with less per-operator overhead than torch (`onnx_encoder.py`).
-    onnx_queries: bool = True
-    # Writes: concurrent Adds are joined into one LanceDB commit of at most this many rows.
-    write_batch_rows: int = 4096
-    # A session whose card is owed a rebuild (a long session between scheduled rebuilds, a
-    # card without a task whose vector was kept) is rebuilt once it has had no Add for this
-    # many seconds.
-    refresh_quiet_s: float = 2.0
-    # Background maintenance: every compact_interval_s, compact and fold new rows into the
-    # indexes once compact_min_writes commits piled up (or writes went quiet). Every commit
-    # adds a fragment that each filtered query opens, so a few hundred make every Add's
-    # lookups dearer. Every second: a round is cheap since it leaves large fragments and
-    # full-text index segments alone, and fewer loose fragments make the Adds' merges and
-    # the Searches cheaper (`eval.load`; eval/README.md, "Compaction at 20k rows").
-    compact_interval_s: float = 1.0
-    compact_min_writes: int = 50
-    # A store past either bound is compacted whatever the commit count says, at start-up
-    # too: a server restarted on a store a bulk import left un-compacted answers Searches
-    # slower until then (`eval.restart`).
-    compact_max_small_fragments: int = 8
-    compact_max_unindexed_rows: int = 500
-    # Requests in flight past which the service answers 503 with Retry-After (0 = no bound);
-    # above what an evaluation platform sends at once (64 Adds, 256 Searches).
-    max_inflight_adds: int = 256
-    max_inflight_searches: int = 1024
-    # Admitted Adds (Searches) worked on at once, each kind on threads of its own, the
-    # others waiting their turn holding no thread (0: anyio's shared pool of 40). In the
-    # shared pool the waiting Searches hold most threads, so few Adds share a group commit;
-    # Searches on a few threads of their own leave Adds the whole pool but starve
-    # themselves. These two sizes balance the kinds under mixed load on a 2-core machine
-    # (`eval.load`; eval/README.md, "Worker threads per kind"); a machine with more cores
-    # may want more of both.
-    add_threads: int = 16
-    search_threads: int = 32
-    # Search: the ranking ("fused" or "learned", `ranking/strategy.py`) picks its recipe
-    # (codemem/ranking/recipes.py, where the values are explained), and a deployment may set
-    # three of its knobs; the relevance floor and the quiet threshold are the recipe's own
-    # unless set (they read that ranking's scores).
-    ranking: str = DEFAULT_SEARCH.ranking
-    candidates: int = DEFAULT_SEARCH.candidates
-    relevance_floor: float | None = None
-    quiet_below: float | None = None
-    # A Search answer is read by a model with a limited window: it stops at this many
-    # tokens (~4 characters each; 0 = top_k alone bounds it), and no single item is longer
-    # than max_item_chars (its head and tail are kept).
-    search_token_budget: int = 32_000
-    max_item_chars: int = 6_000
-    max_body_bytes: int = 30 * 1024 * 1024
-    max_image_bytes: int = 10 * 1024 * 1024
-    log_level: str = "info"
-    # "json": one object a line (ts, level, logger, msg, fields); "text" for a terminal.
-    log_format: str = "json"
-
-    def __post_init__(self) -> None:
-        if self.log_format not in ("json", "text"):
-            raise ValueError(f"{ENV_PREFIX}LOG_FORMAT={self.log_format!r} must be json or text")
-        self.search_config()  # SearchConfig checks its own ranges
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, not {self.workers}")
-
-    @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, defaults: Mapping[str, object] | None = None,
-        **overrides: object,
-    ) -> Settings:
-        """Defaults (`defaults` over the class's), then `CODEMEM_*` variables, then explicit
-        overrides that are not None."""
-        values: dict[str, object] = {"data_dir": default_data_dir(environ), **(defaults or {})}
-        values.update(read_env(cls, ENV_PREFIX, environ))
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)  # type: ignore[arg-type]
-
-    def replace(self, **changes: object) -> Settings:
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
-
-    def search_config(self) -> SearchConfig:
-        """The ranking's recipe with this deployment's candidate depth, and its relevance floor
-        and quiet threshold where they are set."""
-        if self.ranking not in RECIPES:
-            raise ValueError(f"{ENV_PREFIX}RANKING={self.ranking!r} must be one of {', '.join(RECIPES)}")
-        set_here = {"relevance_floor": self.relevance_floor, "quiet_below": self.quiet_below}
-        return RECIPES[self.ranking].replace(candidates=self.candidates,
-                                             **{k: v for k, v in set_here.items() if v is not None})
-
-    def to_env(self) -> dict[str, str]:
-        """These settings as `CODEMEM_*` variables, for worker processes to read back."""
-        return {
-            ENV_PREFIX + f.name.upper(): str(value).lower() if isinstance(value, bool) else str(value)
-            for f in fields(self)
-            if (value := getattr(self, f.name)) is not None
-        }
-
-
-def is_object_storage(uri: str) -> bool:
-    """s3://, gs://, az://...: no shared file system, so no file locks beside the data."""
-    return "://" in uri and not uri.startswith("file://")
-
+from codemem.ranking.recipes import DEFAULT_SEARCH, RECIPES
+from codemem.ranking.search_config import ConfigTree, SearchConfig
 
 MCP_HTTP_PORT = 8765
+LOG_FORMATS = ("json", "text")
 
 
 def default_data_dir(environ: Mapping[str, str] | None = None) -> str:
@@ -151,42 +28,282 @@ def default_data_dir(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(base, "codemem")
 
 
+def is_object_storage(uri: str) -> bool:
+    """s3://, gs://, az://...: no shared file system, so no file locks beside the data."""
+    return "://" in uri and not uri.startswith("file://")
+
+
+def _at_least(owner: object, low: int, *names: str) -> None:
+    for name in names:
+        value = getattr(owner, name)
+        if value < low:
+            raise ValueError(f"{type(owner).__name__}.{name} must be at least {low}, not {value}")
+
+
+@dataclass(frozen=True)
+class Storage:
+    # A local directory, or object storage: s3://bucket/prefix (gs://, az:// too), with the
+    # endpoint and credentials from the usual AWS_* (GOOGLE_*, AZURE_*) variables. Default:
+    # one directory per person (`default_data_dir`), which every command shares.
+    data_dir: str = field(default_factory=lambda: default_data_dir())
+
+
+@dataclass(frozen=True)
+class Server:
+    host: str = "127.0.0.1"
+    # `codemem mcp --transport http` defaults to MCP_HTTP_PORT, so the two can run together.
+    port: int = 8000
+    # Server processes sharing the data directory (`codemem serve --workers N`).
+    workers: int = 1
+    api_key: str | None = field(default=None, repr=False)
+    # Admitted Adds (Searches) worked on at once, each kind on threads of its own, the others
+    # waiting their turn holding no thread (0: anyio's shared pool). In the shared pool the
+    # waiting Searches hold most threads, so few Adds share a group commit; Searches on a few
+    # threads of their own leave Adds the whole pool but starve themselves. These two sizes
+    # balance the kinds under mixed load on a small machine (`eval.load`, eval/README.md); a
+    # machine with more cores may want more of both.
+    add_threads: int = 16
+    search_threads: int = 32
+    log_level: str = "info"
+    # "json": one object a line (ts, level, logger, msg, fields); "text" for a terminal.
+    log_format: str = "json"
+
+    def __post_init__(self) -> None:
+        if self.log_format not in LOG_FORMATS:
+            raise ValueError(f"Server.log_format must be one of {', '.join(LOG_FORMATS)}, not {self.log_format!r}")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"Server.port must be between 0 and 65535, not {self.port}")
+        _at_least(self, 1, "workers")
+        _at_least(self, 0, "add_threads", "search_threads")
+
+
+@dataclass(frozen=True)
+class Embedding:
+    # The packaged offline model by default.
+    model: str = "minilm"
+    threads: int = 1
+    max_tokens: int = 256  # tokens of a stored item the model reads
+    # A session's card is always embedded (its task: later tasks are compared with it). Its
+    # steps and raw messages are BM25- and reference-indexed, and embedded only when these
+    # are on: embedding every step would take most of an Add's time on a small CPU.
+    steps: bool = False
+    messages: bool = False
+    # A query's opening says what it asks; embedding costs grow with its length.
+    query_max_tokens: int = 64
+    # One text at a time (a query, a single card) runs through ONNX Runtime: the same vector
+    # (checked at start-up), with less per-operator overhead than torch (`onnx_encoder.py`).
+    onnx_queries: bool = True
+
+    def __post_init__(self) -> None:
+        _at_least(self, 1, "threads", "max_tokens", "query_max_tokens")
+
+
+@dataclass(frozen=True)
+class Writes:
+    # Concurrent Adds are joined into one LanceDB commit of at most this many rows.
+    batch_rows: int = 4096
+    # A session whose card is owed a rebuild (a long session between scheduled rebuilds, a
+    # card without a task whose vector was kept) is rebuilt once it has had no Add for this
+    # many seconds.
+    refresh_quiet_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        _at_least(self, 1, "batch_rows")
+        _at_least(self, 0, "refresh_quiet_s")
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    """When the background compactor compacts (`Settings.maintenance`)."""
+
+    # Every `interval_s` (0: never), compact and fold new rows into the indexes once
+    # `min_writes` commits piled up (or writes went quiet). Every commit adds a fragment that
+    # each filtered query opens, so a few hundred make every Add's lookups dearer; a round is
+    # cheap since it leaves large fragments and full-text index segments alone, and fewer
+    # loose fragments make the Adds' merges and the Searches cheaper (`eval.load`).
+    interval_s: float = 1.0
+    min_writes: int = 50
+    # A store holding more than this outside its compacted, indexed part is compacted whatever
+    # the commit count says, at start-up too: a server restarted on a store a bulk import left
+    # un-compacted answers Searches slower until then (`eval.load.restart`).
+    max_small_fragments: int = 8
+    max_unindexed_rows: int = 500
+
+    def __post_init__(self) -> None:
+        _at_least(self, 0, "interval_s", "min_writes", "max_small_fragments", "max_unindexed_rows")
+
+    def exceeded(self, stats: Mapping[str, int]) -> bool:
+        """Whether a store with these `Store.stats` is past the bounds."""
+        return (stats["small_fragments"] > self.max_small_fragments
+                or stats["unindexed_rows"] > self.max_unindexed_rows)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may carry, and how many may be in flight."""
+
+    max_body_bytes: int = 30 * 1024 * 1024
+    max_image_bytes: int = 10 * 1024 * 1024
+    # Requests in flight past which the service answers 503 with Retry-After (0 = no bound);
+    # above what an evaluation platform sends at once.
+    max_inflight_adds: int = 256
+    max_inflight_searches: int = 1024
+
+    def __post_init__(self) -> None:
+        _at_least(self, 1, "max_body_bytes", "max_image_bytes")
+        _at_least(self, 0, "max_inflight_adds", "max_inflight_searches")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Which recipe a deployment searches with (`codemem/ranking/recipes.py`, where the values
+    are explained), and the few of its values a deployment may set; unset (None) ones are the
+    recipe's own (the relevance floor and the quiet threshold read that ranking's scores)."""
+
+    ranking: str = DEFAULT_SEARCH.ranking
+    candidates: int | None = None
+    relevance_floor: float | None = None
+    quiet_below: float | None = None
+    # A Search answer is read by a model with a limited window: it stops at this many tokens
+    # (~4 characters each; 0 = top_k alone bounds it), and no single item is longer than
+    # max_item_chars (its head and tail are kept).
+    token_budget: int | None = None
+    max_item_chars: int | None = None
+
+    def __post_init__(self) -> None:
+        self.config()  # the recipe's parts check the values set here
+
+    def config(self) -> SearchConfig:
+        """The ranking's recipe with the values set here."""
+        if self.ranking not in RECIPES:
+            raise ValueError(f"SearchSettings.ranking must be one of {', '.join(RECIPES)}, not {self.ranking!r}")
+        paths = {"retrieval.candidates": self.candidates, "fusion.relevance_floor": self.relevance_floor,
+                 "calibration.quiet_below": self.quiet_below, "answer.budget_tokens": self.token_budget,
+                 "answer.max_item_chars": self.max_item_chars}
+        return RECIPES[self.ranking].replace({k: v for k, v in paths.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Settings(ConfigTree):
+    """Every setting of a process, by part; `from_env` reads them, `replace` varies one by path."""
+
+    storage: Storage = field(default_factory=Storage)
+    server: Server = field(default_factory=Server)
+    embedding: Embedding = field(default_factory=Embedding)
+    writes: Writes = field(default_factory=Writes)
+    maintenance: Maintenance = field(default_factory=Maintenance)
+    limits: Limits = field(default_factory=Limits)
+    search: SearchSettings = field(default_factory=SearchSettings)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, defaults: Mapping[str, object] | None = None,
+                 overrides: Mapping[str, object] | None = None) -> Settings:
+        """The defaults (`defaults`, by path, over the tree's own), then the `CODEMEM_*`
+        variables set in `environ` (default: the process's), then `overrides` (by path) that are
+        not None. A variable that cannot be read or is out of range names itself in the error."""
+        settings = cls().replace({"storage.data_dir": default_data_dir(environ), **(defaults or {})})
+        for name, (path, value) in read_variables(VARIABLES, environ).items():
+            try:
+                settings = settings.replace({path: value})
+            except ValueError as exc:
+                raise ValueError(f"{name}={value!r}: {exc}") from exc
+        return settings.replace({k: v for k, v in (overrides or {}).items() if v is not None})
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as `CODEMEM_*` variables, for worker processes to read back."""
+        return {name: show(value) for name, var in VARIABLES.items()
+                if (value := self.value_at(var.path)) is not None}
+
+
 def agent_defaults() -> dict[str, object]:
     """Defaults of the commands that run inside a coding agent (`mcp`, `hook`): a Search
-    answer (~4 characters a token) stays under the 50,000 characters past which Claude Code
-    moves a tool's output out of the conversation into a file. A `CODEMEM_*` variable or a
-    flag still overrides it."""
-    return {"search_token_budget": 10_000}
+    answer (~4 characters a token) stays under the size past which Claude Code moves a tool's
+    output out of the conversation into a file. A `CODEMEM_*` variable or a flag still
+    overrides it."""
+    return {"search.token_budget": 10_000}
 
 
-def env_names(cls: type = Settings, prefix: str = ENV_PREFIX) -> list[str]:
-    """The variables that set a settings dataclass: `prefix` + each field's name in capitals."""
-    return [prefix + f.name.upper() for f in fields(cls)]
+# -- variables ------------------------------------------------------------------------------
+
+Parser = Callable[[str], object]
 
 
-def read_env(cls: type, prefix: str, environ: Mapping[str, str] | None = None) -> dict[str, object]:
-    """The fields of settings dataclass `cls` that `prefix`-ed variables set (unset or empty
-    ones are left out), coerced to the field's type."""
+def _flag(raw: str) -> bool:
+    if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise ValueError(raw)
+    return raw.lower() in ("1", "true", "yes", "on")
+
+
+# What each parser reads, for the error a value it cannot read gets.
+PARSERS: dict[Parser, str] = {str: "str", int: "int", float: "float", _flag: "bool"}
+
+
+@dataclass(frozen=True)
+class Variable:
+    """Where an environment variable lands in a settings tree, and how its text is read."""
+
+    path: str
+    parse: Parser = str
+
+
+def show(value: object) -> str:
+    """A setting's value as a variable holds it (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def read_variables(variables: Mapping[str, Variable], environ: Mapping[str, str] | None = None,
+                   ) -> dict[str, tuple[str, object]]:
+    """Each variable of `variables` set (not empty) in `environ` (default: the process's), as
+    its path and parsed value; a value its parser cannot read raises ValueError naming it."""
     env = os.environ if environ is None else environ
-    values: dict[str, object] = {}
-    for f in fields(cls):
-        raw = env.get(prefix + f.name.upper())
-        if raw:
-            values[f.name] = _coerce(f, raw, prefix)
-    return values
+    found: dict[str, tuple[str, object]] = {}
+    for name, var in variables.items():
+        raw = env.get(name)
+        if not raw:
+            continue
+        try:
+            found[name] = (var.path, var.parse(raw))
+        except ValueError as exc:
+            raise ValueError(f"{name}={raw!r} is not a valid {PARSERS.get(var.parse, 'value')}") from exc
+    return found
 
 
-def _coerce(f: dataclasses.Field[object], raw: str, prefix: str) -> object:
-    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-    try:
-        if kind.startswith("bool"):
-            if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                raise ValueError
-            return raw.lower() in ("1", "true", "yes", "on")
-        if kind.startswith("int"):
-            return int(raw)
-        if kind.startswith("float"):
-            return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{prefix}{f.name.upper()}={raw!r} is not a valid {kind}") from exc
-    return raw
+VARIABLES: dict[str, Variable] = {
+    "CODEMEM_DATA_DIR": Variable("storage.data_dir"),
+    "CODEMEM_HOST": Variable("server.host"),
+    "CODEMEM_PORT": Variable("server.port", int),
+    "CODEMEM_WORKERS": Variable("server.workers", int),
+    "CODEMEM_API_KEY": Variable("server.api_key"),
+    "CODEMEM_ADD_THREADS": Variable("server.add_threads", int),
+    "CODEMEM_SEARCH_THREADS": Variable("server.search_threads", int),
+    "CODEMEM_LOG_LEVEL": Variable("server.log_level"),
+    "CODEMEM_LOG_FORMAT": Variable("server.log_format"),
+    "CODEMEM_EMBEDDER": Variable("embedding.model"),
+    "CODEMEM_EMBED_THREADS": Variable("embedding.threads", int),
+    "CODEMEM_EMBED_MAX_TOKENS": Variable("embedding.max_tokens", int),
+    "CODEMEM_EMBED_STEPS": Variable("embedding.steps", _flag),
+    "CODEMEM_EMBED_MESSAGES": Variable("embedding.messages", _flag),
+    "CODEMEM_QUERY_MAX_TOKENS": Variable("embedding.query_max_tokens", int),
+    "CODEMEM_ONNX_QUERIES": Variable("embedding.onnx_queries", _flag),
+    "CODEMEM_WRITE_BATCH_ROWS": Variable("writes.batch_rows", int),
+    "CODEMEM_REFRESH_QUIET_S": Variable("writes.refresh_quiet_s", float),
+    "CODEMEM_COMPACT_INTERVAL_S": Variable("maintenance.interval_s", float),
+    "CODEMEM_COMPACT_MIN_WRITES": Variable("maintenance.min_writes", int),
+    "CODEMEM_COMPACT_MAX_SMALL_FRAGMENTS": Variable("maintenance.max_small_fragments", int),
+    "CODEMEM_COMPACT_MAX_UNINDEXED_ROWS": Variable("maintenance.max_unindexed_rows", int),
+    "CODEMEM_MAX_BODY_BYTES": Variable("limits.max_body_bytes", int),
+    "CODEMEM_MAX_IMAGE_BYTES": Variable("limits.max_image_bytes", int),
+    "CODEMEM_MAX_INFLIGHT_ADDS": Variable("limits.max_inflight_adds", int),
+    "CODEMEM_MAX_INFLIGHT_SEARCHES": Variable("limits.max_inflight_searches", int),
+    "CODEMEM_RANKING": Variable("search.ranking"),
+    "CODEMEM_CANDIDATES": Variable("search.candidates", int),
+    "CODEMEM_RELEVANCE_FLOOR": Variable("search.relevance_floor", float),
+    "CODEMEM_QUIET_BELOW": Variable("search.quiet_below", float),
+    "CODEMEM_SEARCH_TOKEN_BUDGET": Variable("search.token_budget", int),
+    "CODEMEM_MAX_ITEM_CHARS": Variable("search.max_item_chars", int),
+}
+
+
+def env_names() -> list[str]:
+    """Every variable that sets a `Settings` value."""
+    return list(VARIABLES)

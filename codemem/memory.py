@@ -20,9 +20,8 @@ from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Hit, SearchRequest
 from codemem.embedding import Embedder, make_embedder
 from codemem.experience.types import Experience
-from codemem.ranking import answer
-from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.relevance import SessionSignals
+from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.searcher import Searcher
 from codemem.ranking.types import Candidate
 from codemem.ranking.user_indexes import UserIndexes
@@ -31,7 +30,6 @@ from codemem.store.lance import Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import key_of
 from codemem.store.writer import GroupWriter
-from codemem.timeline.turns import TurnConfig
 from codemem.writing.session_refresher import SessionRefresher
 from codemem.writing.session_writer import SessionWriter
 
@@ -41,14 +39,14 @@ log = logging.getLogger(__name__)
 class Memory:
     def __init__(self, settings: Settings, embedder: Embedder | None = None,
                  search: SearchConfig | None = None) -> None:
-        """`search`: how to search (default: the settings' `search_config()`)."""
+        """`search`: how to search (default: the settings' `search.config()`)."""
         self.settings = settings
-        self.embedder = embedder or make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
-        self.store = Store(settings.data_dir, self.embedder.name, self.embedder.dim)
+        self.embedder = embedder or make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
+        self.store = Store(settings.storage.data_dir, self.embedder.name, self.embedder.dim)
         self.indexes = UserIndexes()
         self.writing = SessionWriter(settings, self.embedder, self.store, self.indexes)
         self.searcher = Searcher(settings, self.embedder, self.store, self.indexes,
-                                 search or settings.search_config())
+                                 search or settings.search.config())
 
     def warm_up(self) -> None:
         """Load the model (and its query encoder) now rather than on the first request."""
@@ -81,20 +79,6 @@ class Memory:
     @search_config.setter
     def search_config(self, config: SearchConfig) -> None:
         self.searcher.search_config = config
-
-    @property
-    def turn_config(self) -> TurnConfig:
-        """How a memory of dialogue is answered."""
-        return self.searcher.turn_config
-
-    @turn_config.setter
-    def turn_config(self, config: TurnConfig) -> None:
-        self.searcher.turn_config = config
-
-    @property
-    def shape(self) -> answer.Shape:
-        """How much an answer carries, with the default search configuration."""
-        return self.searcher.shape
 
     @property
     def inventory(self) -> Inventory:

@@ -92,7 +92,7 @@ class TextMemories:
         # No relevance floor and no quiet answer: a user's chunks are the earlier subtasks of
         # one task, each a possible dependency even when it shares few words with the
         # question; the budget bounds the prompt.
-        config = self.memory.search_config.replace(relevance_floor=0.0, quiet_below=0.0)
+        config = self.memory.search_config.replace({"fusion.relevance_floor": 0.0, "calibration.quiet_below": 0.0})
         hits = self.memory.search(SearchRequest(user_id=user_id, query=question, top_k=top_k), config)
         found = _fit(self._texts(user_id, hits), budget_tokens * CHARS_PER_TOKEN)
         return found[:top_k]
@@ -106,7 +106,7 @@ class TextMemories:
         keys = {key_of(user_id, sid): sid for sid in scores if sid.startswith(SESSION_PREFIX)}
         rows = self.memory.store.sessions_messages(key_of(user_id), keys, columns=["session_key", "text", "created_at"])
         chunks = {keys[str(r["session_key"])]: r for r in rows}
-        max_chars = self.memory.settings.max_item_chars
+        max_chars = self.memory.search_config.answer.max_item_chars
         out: list[Recalled] = []
         cards = {h.session_id: h for h in hits if h.metadata.get("kind") == "card"}
         for sid, score in scores.items():

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any, cast
 
+from codemem.config import Maintenance
 from codemem.store.lance import COMPACT_TARGET_ROWS
-from codemem.store.maintenance import Bounds
 
 
 def table_stats(data_dir: str) -> dict[str, int]:
@@ -37,13 +37,13 @@ def table_stats(data_dir: str) -> dict[str, int]:
 
 def settled(stats: dict[str, int]) -> bool:
     """Whether the compactor has nothing left to do on a store with these `table_stats`."""
-    return stats["unindexed_rows"] == 0 and stats["fragments_to_compact"] <= Bounds().small_fragments
+    return stats["unindexed_rows"] == 0 and stats["fragments_to_compact"] <= Maintenance().max_small_fragments
 
 
 def wait_compacted(data_dir: str, timeout_s: float, poll_s: float = 2.0, settle_polls: int = 3) -> dict[str, Any]:
     """Wait until the server's compactor has folded in everything the Adds left, as it
     judges it: nothing unindexed, no more fragments it would merge (under
-    `COMPACT_TARGET_ROWS` rows) than its `Bounds` allow (it leaves larger ones alone, so a
+    `COMPACT_TARGET_ROWS` rows) than its bounds (`Maintenance`) allow (it leaves larger ones alone, so a
     big store stays in many fragments; Lance keeps an indexed fragment apart from
     not-yet-indexed ones, so a few small ones can remain), and the table version unchanged
     for `settle_polls` polls (an optimize makes several commits). "ran" says whether the

@@ -124,9 +124,9 @@ def ingest(settings: Settings, payload: HookPayload, embedder: Embedder | None =
     user_id = repo_user_id(payload.cwd)
     with _turn(settings):
         try:
-            memory = Memory(settings.replace(compact_interval_s=0), embedder=embedder)
+            memory = Memory(settings.replace({"maintenance.interval_s": 0}), embedder=embedder)
         except (CodememError, OSError) as exc:
-            raise HookError(f"cannot open the memory at {settings.data_dir}: {exc}") from exc
+            raise HookError(f"cannot open the memory at {settings.storage.data_dir}: {exc}") from exc
         try:
             report = ingest_transcripts(memory, [payload.transcript_path], user_id, progress=False)
             if report.added:
@@ -148,7 +148,7 @@ def detach(settings: Settings, payload: HookPayload) -> None:
         os.replace(log_path, log_path.with_suffix(".log.1"))
     # -P: the hook runs in the user's repository, whose own `cli/`, `codemem/` or `integrations/`
     # folder must not shadow the installed packages.
-    data_dir = settings.data_dir if is_object_storage(settings.data_dir) else os.path.abspath(settings.data_dir)
+    data_dir = settings.storage.data_dir if is_object_storage(settings.storage.data_dir) else os.path.abspath(settings.storage.data_dir)
     command = [sys.executable, "-P", "-m", "cli", "hook", "claude-code", "--wait", "--data-dir", data_dir]
     quiet = os.environ | {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}  # a log, not a terminal
     with open(log_path, "ab") as log:
@@ -162,11 +162,11 @@ def detach(settings: Settings, payload: HookPayload) -> None:
 def _hook_dir(settings: Settings) -> Path:
     """The hook's log and lock: beside the data, or in the user's state directory when the
     data is in object storage."""
-    if is_object_storage(settings.data_dir):
+    if is_object_storage(settings.storage.data_dir):
         state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
         path = Path(state) / "codemem" / "hooks"
     else:
-        path = Path(settings.data_dir).expanduser() / "hooks"
+        path = Path(settings.storage.data_dir).expanduser() / "hooks"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -80,7 +80,7 @@ class LazyMemory:
     def get(self) -> Memory:
         self._opened.wait()
         if self._memory is None:
-            raise ToolError(f"codemem could not open its memory at {self.settings.data_dir}: {self._error}")
+            raise ToolError(f"codemem could not open its memory at {self.settings.storage.data_dir}: {self._error}")
         return self._memory
 
     def close(self) -> None:
@@ -96,7 +96,7 @@ class LazyMemory:
         from codemem.embedding import make_embedder
 
         settings = self.settings
-        embedder = make_embedder(settings.embedder, settings.embed_threads, settings.onnx_queries)
+        embedder = make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
         try:
             from codemem.memory import Memory
 
@@ -126,7 +126,7 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
     default_user = cache(lambda: repo_user_id(cwd))
     server: MCPServer = MCPServer(
         "codemem", instructions=INSTRUCTIONS, version=version("codemem"),
-        log_level=memory.settings.log_level.upper(),  # type: ignore[arg-type]
+        log_level=memory.settings.server.log_level.upper(),  # type: ignore[arg-type]
     )
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
@@ -221,7 +221,7 @@ def serve_mcp(settings: Settings, transport: Literal["stdio", "http"] = "stdio")
     server = build_server(memory, os.getcwd())
     try:
         if transport == "http":
-            server.run("streamable-http", host=settings.host, port=settings.port)
+            server.run("streamable-http", host=settings.server.host, port=settings.server.port)
         else:
             server.run("stdio")
     finally:

@@ -41,7 +41,7 @@ def embedder() -> MiniLMEmbedder:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=str(tmp_path / "data"), compact_interval_s=0)
+    return Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 0})
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def client(settings: Settings, memory: Memory) -> Iterator[TestClient]:
 
 @pytest.fixture
 def keyed_client(settings: Settings, memory: Memory) -> Iterator[TestClient]:
-    with make_client(settings.replace(api_key="s3cret-key"), memory) as c:
+    with make_client(settings.replace({"server.api_key": "s3cret-key"}), memory) as c:
         yield c
 
 

@@ -12,7 +12,7 @@ import msgspec
 
 import parsers
 from codemem.clip import clip
-from codemem.experience.building.render import render_card
+from codemem.experience.building.render import CARD_CHARS, render_card
 from codemem.experience.types import Experience, ExperienceCard, StepRecord
 from codemem.git.facts import change_facts
 from codemem.git.records import MAX_BRANCH, CommitRecord
@@ -28,7 +28,7 @@ _TRAILER = re.compile(
 )
 
 
-def commit_to_experience(commit: CommitRecord, max_card_chars: int = 4000) -> Experience:
+def commit_to_experience(commit: CommitRecord, max_card_chars: int = CARD_CHARS) -> Experience:
     """Turn one change (a commit, or a merge with its branch) into the experience the store
     indexes: the card (rendered like a session's), one edit step per file, reference terms.
 

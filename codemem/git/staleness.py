@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import msgspec
 
-from codemem.experience.building.render import render_card
+from codemem.experience.building.render import CARD_CHARS, render_card
 from codemem.experience.types import Experience
 
 __all__ = ["Staleness"]
 
 
 class Staleness:
-    def __init__(self, max_card_chars: int = 4000) -> None:
+    def __init__(self, max_card_chars: int = CARD_CHARS) -> None:
         self._next: dict[tuple[str, str], tuple[int, str]] = {}  # code -> (walk index, "sha date subject")
         self._walked = 0
         self._max_card_chars = max_card_chars

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -23,8 +22,8 @@ from codemem.clip import clip_middle
 from codemem.contract.types import ContentPart, Hit
 from codemem.experience.building.render import short_card
 from codemem.ranking.assemble import FoundExperience
-from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
-from codemem.ranking.shape import CHARS_PER_TOKEN, within_budget
+from codemem.ranking.search_config import AnswerShape
+from codemem.ranking.shape import within_budget
 from codemem.ranking.types import Candidate
 
 _ENCODER = msgspec.json.Encoder()
@@ -34,56 +33,15 @@ MAX_RESPONSE_BYTES = 29 * 1024 * 1024
 Row = dict[str, Any]  # a stored row as LanceDB returns it
 
 
-CARD_CHARS = 4_000  # a card is at most this long (render_card in experience/render.py)
 _HEAD_CHARS = 256  # how much of an evidence text `_ShownEvidence.covers` looks at first
 
 
-@dataclass(frozen=True)
-class Shape:
-    """How much of each experience an answer carries. The evidence allotments come from a
-    `SearchConfig` (`Shape.of`); the defaults are `DEFAULT_SEARCH`'s."""
-
-    budget_tokens: int  # 0: top_k alone bounds the answer
-    max_item_chars: int  # a loose item longer than this is trimmed (head and tail kept)
-    first_evidence_chars: int = DEFAULT_SEARCH.first_evidence_chars  # under the best card
-    evidence_chars: int = DEFAULT_SEARCH.evidence_chars  # ... and under each of the others
-    first_evidence_items: int = DEFAULT_SEARCH.first_evidence_items  # items read for the best
-    evidence_items: int = DEFAULT_SEARCH.evidence_items  # ... and for each of the others
-    quiet_experiences: int = DEFAULT_SEARCH.quiet_experiences  # experiences in a quiet answer
-    quiet_first_evidence_chars: int = DEFAULT_SEARCH.quiet_first_evidence_chars  # ... under its first card
-    quiet_card_chars: int = DEFAULT_SEARCH.quiet_card_chars  # ... its other cards cut to this
-    quiet_budget_tokens: int = DEFAULT_SEARCH.quiet_budget_tokens  # ... all within this
-
-    @classmethod
-    def of(cls, config: SearchConfig, budget_tokens: int, max_item_chars: int) -> Shape:
-        """`config`'s allotments within `budget_tokens`: an experience's evidence is cut to
-        what the budget leaves beside a card of the largest size, since the first item of an
-        answer is kept whatever its size (`within_budget`) and a small budget (an agent's
-        compact answer) would otherwise be overrun by the first experience alone."""
-        room = max(0, budget_tokens * CHARS_PER_TOKEN - CARD_CHARS) if budget_tokens else None
-
-        def fit(chars: int) -> int:
-            return chars if room is None else min(chars, room)
-
-        return cls(budget_tokens, max_item_chars, fit(config.first_evidence_chars), fit(config.evidence_chars),
-                   config.first_evidence_items, config.evidence_items, config.quiet_experiences,
-                   fit(config.quiet_first_evidence_chars), config.quiet_card_chars, config.quiet_budget_tokens)
-
-    def groups_to_read(self, top_k: int) -> int:
-        """How many experiences can fit the budget (generously: cards are often shorter)."""
-        if not self.budget_tokens:
-            return top_k
-        per_group = CARD_CHARS + self.evidence_chars
-        first = CARD_CHARS + self.first_evidence_chars
-        fit = 1 + max(0, self.budget_tokens * CHARS_PER_TOKEN - first) // per_group
-        return min(top_k, int(fit * 1.5) + 1)
-
-
 def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Candidate]], user_id: str,
-          top_k: int, shape: Shape, why: Mapping[str, dict[str, object]] | None = None,
+          top_k: int, shape: AnswerShape, why: Mapping[str, dict[str, object]] | None = None,
           quiet: bool = False) -> list[Hit]:
     """Hits for `groups` (best first): `read` fetches whole rows by id; `why[session_key]`
-    goes into each experience item's metadata.
+    goes into each experience item's metadata; `shape` is the search's answer part, fitted
+    to the request (`AnswerShape.fitted`).
 
     One read fetches the cards, the evidence to inline and the next `top_k` evidence items
     (what an answer with room left appends): each read has a fixed cost however few rows it
@@ -149,7 +107,7 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
     return hits
 
 
-def whole(card: Row, evidence: Sequence[Row], shape: Shape) -> list[Hit]:
+def whole(card: Row, evidence: Sequence[Row], shape: AnswerShape) -> list[Hit]:
     """One experience for a reader who asked for it by id: the card, then each evidence
     item in order (each trimmed to max_item_chars) until the token budget is spent."""
     hits = [_item_hit(card, 1.0, 0)] + [_item_hit(row, 1.0, shape.max_item_chars) for row in evidence]

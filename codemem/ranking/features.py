@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from codemem.ranking.fields import FIELDS
-from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.relevance import RETRIEVERS, SessionSignals, fuse, share_lead
+from codemem.ranking.search_config import SearchConfig
 
 # How deep each ranking is read for candidates (the training data's too: train/ranker).
 CANDIDATE_DEPTH = 30

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from codemem.ranking.features import FEATURES, candidate_features, candidates
-from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.relevance import SessionSignals, fuse
+from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.types import Ranking
 
 MODEL_FILE = "ranker.txt"

@@ -18,7 +18,7 @@ item to the task anchors that in how close it is at all. Absolute fused scores a
 code-location mass are left out: they do not carry over from one repository to another.
 The relevance of an experience is a logistic function of those
 signals: a probability-like number comparable across queries, which decides whether an
-answer carries evidence or stays quiet (`SearchConfig.quiet_below`). Its few coefficients
+answer carries evidence or stays quiet (`Calibration.quiet_below`). Its few coefficients
 are data (`ranking/recipes.py`), fitted by `python -m eval.replay.relevance_cv`.
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from codemem.ranking.locations import location_score
-from codemem.ranking.recipes import SearchConfig
+from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.types import Candidate
 
 RETRIEVERS = ("lexical", "dense", "refs")
@@ -109,34 +109,28 @@ class SessionSignals:
 
     def commit_rankings(self, config: SearchConfig) -> dict[str, dict[str, int]]:
         """The commit rankings, and where they are held (a memory of commit experiences) the
-        lexical retriever's clear winner (`SearchConfig.lead_ratio`) as a ranking of one."""
+        lexical retriever's clear winner (`Fusion.lead_ratio`) as a ranking of one."""
         lead = self.lexical_lead
-        if self.commit_ranks and lead and lead[1] >= config.lead_ratio:
+        if self.commit_ranks and lead and lead[1] >= config.fusion.lead_ratio:
             return {**self.commit_ranks, "lead": {lead[0]: 1}}
         return self.commit_ranks
 
     def location_ranks(self, config: SearchConfig) -> dict[str, int]:
-        scored = {k: location_score(e, m, config.location_mention_weight) for k, (e, m) in self.location.items()}
+        scored = {k: location_score(e, m, config.fusion.location_mention_weight) for k, (e, m) in self.location.items()}
         order = sorted((k for k, s in scored.items() if s > 0), key=lambda k: -scored[k])
         return {k: i for i, k in enumerate(order, 1)}
 
     def location_of(self, key: str, config: SearchConfig) -> float:
         edited, mentioned = self.location.get(key, (0.0, 0.0))
-        return location_score(edited, mentioned, config.location_mention_weight)
-
-
-def weights_of(config: SearchConfig) -> dict[str, float]:
-    return {"lexical": config.lexical_weight, "dense": config.dense_weight, "refs": config.refs_weight,
-            "location": config.location_weight, "title": config.title_weight, "subject": config.subject_weight, "lead": config.lead_weight,
-            "since": config.since_weight}
+        return location_score(edited, mentioned, config.fusion.location_mention_weight)
 
 
 def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
     """Weighted RRF of the session rankings, scaled so that first place in every ranking
     scores 1 (the commit rankings count only where they are held: a memory of agent sessions
     scores as if they did not exist)."""
-    k = config.session_rrf_k
-    weights = weights_of(config)
+    k = config.fusion.session_rrf_k
+    weights = config.fusion.weights()
     ranks = {**signals.ranks, "location": signals.location_ranks(config), **signals.commit_rankings(config)}
     top = sum(w for name, w in weights.items() if name in ranks) / (k + 1) or 1.0
     scores: dict[str, float] = {}
@@ -174,7 +168,7 @@ def features(signals: SessionSignals, key: str, fused: float, other: float) -> t
 
 def relevance(signals: SessionSignals, key: str, fused: float, other: float, config: SearchConfig) -> float:
     """Calibrated relevance in (0, 1): a logistic function of `features`."""
-    b0, *b = config.relevance_coefficients
+    b0, *b = config.calibration.coefficients
     z = b0 + sum(w * f for w, f in zip(b, features(signals, key, fused, other), strict=True))
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 

@@ -26,7 +26,6 @@ from codemem.ranking.fields import FieldIndex, field_matches
 from codemem.ranking.locations import ticket_refs
 from codemem.ranking.merged import name_matched_commits
 from codemem.ranking.query import Query, parse_query
-from codemem.ranking.recipes import SearchConfig
 from codemem.ranking.releases import ReleaseIndex
 from codemem.ranking.relevance import (
     SessionSignals,
@@ -36,6 +35,7 @@ from codemem.ranking.relevance import (
     session_ranks,
 )
 from codemem.ranking.rrf import rrf
+from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.strategy import rank_sessions
 from codemem.ranking.subjects import SubjectIndex
 from codemem.ranking.types import Candidate
@@ -61,7 +61,6 @@ class Searcher:
         """`search`: how to search when a call does not say."""
         self.settings = settings
         self.search_config = search
-        self.turn_config = turns.DEFAULT_TURNS  # how a memory of dialogue is answered
         self.embedder = embedder
         self.store = store
         self.indexes = indexes
@@ -73,36 +72,25 @@ class Searcher:
 
     # -- Search ---------------------------------------------------------------------------
 
-    @property
-    def shape(self) -> answer.Shape:
-        """How much an answer carries, with the default search configuration."""
-        return self._shape(self.search_config)
-
-    def _shape(self, config: SearchConfig, budget_tokens: int | None = None) -> answer.Shape:
-        budget = self.settings.search_token_budget
-        if budget_tokens is not None:  # a smaller answer than the settings', never a larger one
-            budget = min(budget, budget_tokens) if budget else budget_tokens
-        return answer.Shape.of(config, budget, self.settings.max_item_chars)
-
     def search(self, req: SearchRequest, config: SearchConfig | None = None,
                budget_tokens: int | None = None) -> list[Hit]:
         """At most top_k items of this user's memory, best first, searched as `config` says
         (default: this Memory's `search_config`). Each experience's metadata says why it was
         returned (`relevance.explain`); when none is relevant enough the answer is quiet:
-        short cards and little evidence (`answer.build`). The answer stops at the settings'
-        `search_token_budget`, or at `budget_tokens` where that is smaller (a tool's compact
+        short cards and little evidence (`answer.build`). The answer stops at the config's
+        `answer.budget_tokens`, or at `budget_tokens` where that is smaller (a tool's compact
         answer); the first experience's card is kept whatever its size."""
         config = config or self.search_config
-        validate_search(req, self.settings.max_image_bytes)
+        validate_search(req, self.settings.limits.max_image_bytes)
         if budget_tokens is not None and budget_tokens < 1:
             raise InvalidInput(f"the token budget must be at least 1, not {budget_tokens}")
-        shape = self._shape(config, budget_tokens)
+        shape = config.answer.fitted(budget_tokens)
         text = req.text
         if not text.strip() or not self.store.holds_user(key_of(req.user_id)):
             return []  # a memory that does not exist yet: no model, no pool, no lock
         user_key, version = key_of(req.user_id), self.store.changes()
         cards = self._cards(user_key)
-        signals, items = self._signals(user_key, text, config, min(max(req.top_k, config.candidates), MAX_CANDIDATES),
+        signals, items = self._signals(user_key, text, config, min(max(req.top_k, config.retrieval.candidates), MAX_CANDIDATES),
                                        cards, version)
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
@@ -110,14 +98,15 @@ class Searcher:
         if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
             return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
-                                self.turn_config, quiet=config.quiet_below > 0)
-        groups = group_by_session(items, scores, card_id, req.top_k, config.relevance_floor)
+                                config.turns, quiet=config.calibration.quiet_below > 0)
+        groups = group_by_session(items, scores, card_id, req.top_k, config.fusion.relevance_floor)
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
         for key, carried in ranking.reasons.items():
             if key in why:
                 why[key]["features"] = carried
-        quiet = config.quiet_below > 0 and all(why[g.session_key]["relevance"] < config.quiet_below  # type: ignore[operator]
+        quiet_below = config.calibration.quiet_below
+        quiet = quiet_below > 0 and all(why[g.session_key]["relevance"] < quiet_below  # type: ignore[operator]
                                                for g in groups)
         hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why, quiet=quiet)
         if quiet and hits and hits[0].metadata.get(CONVERSATION):
@@ -147,10 +136,10 @@ class Searcher:
         # The card indexes are read from the user's cards, once when several need a read.
         index = self._pool.submit(self.indexes.locations.get, user_key, cards, version)
         subjects = self._pool.submit(self.indexes.subjects.get, user_key, cards, version)
-        vector = self.embedder.embed([text], self.settings.query_max_tokens)[0]
+        vector = self.embedder.embed([text], self.settings.embedding.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
-        items = rrf(list(found.values()), config.item_rrf_k)  # orders each session's evidence
+        items = rrf(list(found.values()), config.fusion.item_rrf_k)  # orders each session's evidence
         location = index.result().scores(refs)
         commit_ranks = self._commit_ranks(user_key, query, subjects.result(), config, limit)
         if commit_ranks:
@@ -187,7 +176,7 @@ class Searcher:
         never chosen."""
         if not subjects.commits or not query.title_bm25.strip():
             return {}
-        by_title = self.store.fts(query.summary(config.title_prose_words), user_key, limit)
+        by_title = self.store.fts(query.summary(config.retrieval.title_prose_words), user_key, limit)
         return {"title": session_ranks(by_title), "subject": subjects.ranks(query.title, limit)}
 
     @staticmethod
@@ -222,7 +211,7 @@ class Searcher:
             evidence = self.store.session_rows(session_key, ["message"], user_key=user_key,
                                                columns=[*RESULT_COLUMNS, "request_key"])
             evidence.sort(key=lambda r: (r["created_at"], r["request_key"], r["position"]))
-        return answer.whole(card, evidence, self.shape)
+        return answer.whole(card, evidence, self.search_config.answer.fitted())
 
     # -- browsing (for people: everything stored, unranked) -----------------------------------
 

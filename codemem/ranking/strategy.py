@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from codemem.ranking.recipes import RANKINGS, SearchConfig
 from codemem.ranking.relevance import SessionSignals, fuse, learned_applies
+from codemem.ranking.search_config import RANKINGS, SearchConfig
 from codemem.ranking.types import Ranking
 
 

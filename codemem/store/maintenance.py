@@ -20,17 +20,16 @@ Counting commits is not enough on its own: a process that starts on a store anot
 un-compacted (a bulk import stopped right after its last write) sees no new commit, and
 every Search scans the loose fragments and the unindexed tail until the next write. So the
 first round runs at once and looks at the store itself, and any round compacts a store
-past `Bounds`, in the background: Searches keep answering meanwhile.
+past its bounds (`Maintenance`), in the background: Searches keep answering meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 
+from codemem.config import Maintenance
 from codemem.store.lance import Store
 
 log = logging.getLogger(__name__)
@@ -38,23 +37,10 @@ log = logging.getLogger(__name__)
 KEEP_VERSIONS_FOR = timedelta(minutes=2)
 
 
-@dataclass(frozen=True)
-class Bounds:
-    """How much a store may hold outside its compacted, indexed part before it is compacted."""
-
-    small_fragments: int = 8
-    unindexed_rows: int = 500
-
-    def exceeded(self, stats: Mapping[str, int]) -> bool:
-        return stats["small_fragments"] > self.small_fragments or stats["unindexed_rows"] > self.unindexed_rows
-
-
 class Compactor:
-    def __init__(self, store: Store, interval_s: float, min_writes: int, bounds: Bounds | None = None) -> None:
+    def __init__(self, store: Store, maintenance: Maintenance) -> None:
         self.store = store
-        self.interval_s = interval_s
-        self.min_writes = min_writes
-        self.bounds = bounds or Bounds()
+        self.maintenance = maintenance
         self.runs = 0
         self.last_error: str | None = None
         self.failures = 0
@@ -63,7 +49,7 @@ class Compactor:
         self._thread = threading.Thread(target=self._loop, name="codemem-compactor", daemon=True)
 
     def start(self) -> None:
-        if self.interval_s > 0:
+        if self.maintenance.interval_s > 0:
             self._thread.start()
 
     def due(self, pending: int, quiet: bool, first: bool) -> bool:
@@ -71,10 +57,10 @@ class Compactor:
         after any commit, or after a failed round) a store past its bounds. A failed round is
         retried even when no write came since: otherwise a store left past its bounds by the
         failure stays so until the next write."""
-        if pending >= self.min_writes or (pending > 0 and quiet):
+        if pending >= self.maintenance.min_writes or (pending > 0 and quiet):
             return True
         retry = first or pending > 0 or self.last_error is not None
-        return retry and self.bounds.exceeded(self.store.stats())
+        return retry and self.maintenance.exceeded(self.store.stats())
 
     def pending(self) -> int:
         """Commits since the last compaction, by any process."""
@@ -106,7 +92,7 @@ class Compactor:
 
     def _loop(self) -> None:
         seen, first = 0, True
-        while not self._stop.wait(0 if first else self.interval_s):
+        while not self._stop.wait(0 if first else self.maintenance.interval_s):
             pending = seen
             try:
                 pending = self.pending()

@@ -26,7 +26,7 @@ from codemem.errors import InvalidInput
 from codemem.experience.types import Experience
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store.lance import Store
-from codemem.store.maintenance import Bounds, Compactor
+from codemem.store.maintenance import Compactor
 from codemem.store.schema import Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
 from codemem.writing import derived_rows, session_state
@@ -46,10 +46,7 @@ class SessionWriter:
         self.embedder = embedder
         self.store = store
         self.indexes = indexes
-        self.compactor = Compactor(
-            store, settings.compact_interval_s, settings.compact_min_writes,
-            Bounds(settings.compact_max_small_fragments, settings.compact_max_unindexed_rows),
-        )
+        self.compactor = Compactor(store, settings.maintenance)
         self._writer: GroupWriter | None = None
         self._refresher: SessionRefresher | None = None
         self._starting = threading.Lock()
@@ -58,7 +55,7 @@ class SessionWriter:
         self._states = session_state.StateCache(store.locks)
         # Server workers sharing a local data directory: one of them runs every Add.
         lock_dir = store.locks.root
-        self._leader = AddLeader(lock_dir, self._add_here) if settings.workers > 1 and lock_dir else None
+        self._leader = AddLeader(lock_dir, self._add_here) if settings.server.workers > 1 and lock_dir else None
 
     @property
     def writer(self) -> GroupWriter:
@@ -70,7 +67,7 @@ class SessionWriter:
                     if self._closed:
                         raise RuntimeError("the store is closed")
                     self.compactor.start()
-                    self._writer = GroupWriter(self.store, self.settings.write_batch_rows)
+                    self._writer = GroupWriter(self.store, self.settings.writes.batch_rows)
         return self._writer
 
     @property
@@ -81,7 +78,7 @@ class SessionWriter:
                 if self._refresher is None:
                     if self._closed:
                         raise RuntimeError("the store is closed")
-                    self._refresher = SessionRefresher(self.refresh_session, self.settings.refresh_quiet_s)
+                    self._refresher = SessionRefresher(self.refresh_session, self.settings.writes.refresh_quiet_s)
         return self._refresher
 
     @property
@@ -123,7 +120,7 @@ class SessionWriter:
         that are not agent sessions (a git commit); its steps are BM25-indexed, only its
         card is embedded.
         """
-        validate_add(req, self.settings.max_image_bytes)
+        validate_add(req, self.settings.limits.max_image_bytes)
         user_key = key_of(req.user_id)
         request_key = key_of(req.user_id, req.request_id)
         session_key = key_of(req.user_id, req.session_id)
@@ -182,7 +179,7 @@ class SessionWriter:
         ``embedded`` holds vectors of card texts embedded beforehand at that cap by this
         embedder (text -> vector; an importer's second process embeds them)."""
         for req, _ in items:
-            validate_add(req, self.settings.max_image_bytes)
+            validate_add(req, self.settings.limits.max_image_bytes)
         keyed = [(req, exp, key_of(req.user_id, req.session_id)) for req, exp in items]
         results: dict[int, AddResult] = {}
         with self.store.locks.sessions(key for _, _, key in keyed):
@@ -197,7 +194,7 @@ class SessionWriter:
                 else:
                     present.add(key)  # the same session twice in one batch: stored once
                     todo.append((i, req, exp))
-            max_tokens = embed_max_tokens or self.settings.embed_max_tokens
+            max_tokens = embed_max_tokens or self.settings.embedding.max_tokens
             texts = [exp.card.task or exp.card.text for _, _, exp in todo]
             missing = [t for t in dict.fromkeys(texts) if t not in (embedded or {})]
             by_text = {**(embedded or {}), **dict(zip(missing, self.embedder.embed(missing, max_tokens), strict=True))}
@@ -244,7 +241,7 @@ class SessionWriter:
         if experience is not None:
             return derived_rows.experience_rows(
                 experience, base, before.derived, self.embedder,
-                self.settings.embed_max_tokens, len(req.messages), embed_steps=False,
+                self.settings.embedding.max_tokens, len(req.messages), embed_steps=False,
             )
         if not derived_rows.rebuild_due(before.messages + len(req.messages), before.built):
             self._histories.forget(base.session_key)
@@ -261,8 +258,8 @@ class SessionWriter:
                  defer_untasked: bool = False, defer_vectors: bool = False) -> derived_rows.Derived:
         history = self._histories.messages(self.store, base.user_key, base.session_key, before.messages)
         derived = derived_rows.rebuild(
-            self.embedder, self.settings.embed_max_tokens, base, before.derived, history, new_messages,
-            self.settings.embed_steps, defer_untasked, defer_vectors,
+            self.embedder, self.settings.embedding.max_tokens, base, before.derived, history, new_messages,
+            self.settings.embedding.steps, defer_untasked, defer_vectors,
         )
         # Cached before the write: if the write fails, the store holds fewer messages than
         # this entry, and the next rebuild reads them back instead.
@@ -286,9 +283,9 @@ class SessionWriter:
         """Give message rows that have none a vector. A conversation's messages are each
         embedded: there the answer to a question is one turn, said in other words than the
         question's, while a coding session's messages stay BM25-only
-        (`Settings.embed_messages`: embedding them is most of an Add's cost)."""
+        (`Embedding.messages`: embedding them is most of an Add's cost)."""
         todo = [r for r in rows if r.vector is None and r.kind == "message" and r.text.strip()]
-        for r, v in zip(todo, self.embedder.embed([r.text for r in todo], self.settings.embed_max_tokens), strict=True):
+        for r, v in zip(todo, self.embedder.embed([r.text for r in todo], self.settings.embedding.max_tokens), strict=True):
             r.vector = v
 
     def _message_rows(self, req: AddRequest, user_key: str, request_key: str) -> list[Row]:
@@ -296,8 +293,8 @@ class SessionWriter:
         session_key = key_of(req.user_id, req.session_id)
         texts = [m.text for m in req.messages]
         vectors = (
-            list(self.embedder.embed(texts, self.settings.embed_max_tokens))
-            if self.settings.embed_messages
+            list(self.embedder.embed(texts, self.settings.embedding.max_tokens))
+            if self.settings.embedding.messages
             else [None] * len(texts)
         )
         return [

@@ -179,15 +179,15 @@ class QueryEmbedTimer:
         # The server's settings: its defaults plus the CODEMEM_* values it was given.
         self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})
         try:
-            self.embedder = MiniLMEmbedder(threads=self.settings.embed_threads,
-                                           onnx_queries=self.settings.onnx_queries)
+            self.embedder = MiniLMEmbedder(threads=self.settings.embedding.threads,
+                                           onnx_queries=self.settings.embedding.onnx_queries)
         except (TypeError, AttributeError):  # an older embedder, without these settings
             self.embedder = MiniLMEmbedder()
         getattr(self.embedder, "warm", self.embedder.load)()  # as the server does
-        self.embedder.embed(["warm up"], self.settings.query_max_tokens)
+        self.embedder.embed(["warm up"], self.settings.embedding.query_max_tokens)
 
     def time(self, queries: list[str], n: int, max_tokens: int | None = None) -> dict[str, Any]:
-        max_tokens = max_tokens or self.settings.query_max_tokens
+        max_tokens = max_tokens or self.settings.embedding.query_max_tokens
         lat = []
         for i in range(n):
             t0 = time.perf_counter()

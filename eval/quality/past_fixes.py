@@ -106,7 +106,7 @@ def run_repo(name: str, path: Path, data_dir: Path, tasks: list[dict[str, Any]],
     from codemem.importers.git import ingest_git
     from codemem.memory import Memory
 
-    memory = Memory(Settings.from_env({}, data_dir=str(data_dir), compact_interval_s=0))
+    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(data_dir), "maintenance.interval_s": 0}))
     rows: list[dict[str, Any]] = []
     try:
         memory.warm_up()

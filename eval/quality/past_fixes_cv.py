@@ -37,7 +37,7 @@ import numpy as np
 from codemem.config import Settings
 from codemem.memory import Memory
 from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
-from codemem.ranking.relevance import SessionSignals, fuse, weights_of
+from codemem.ranking.relevance import SessionSignals, fuse
 from codemem.store.schema import key_of
 from eval._paths import RESULTS
 from eval._provenance import provenance, write_result
@@ -49,6 +49,8 @@ SINCE = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)  # since_weight, chosen after the others
 PROSE = (0, 10, 20, 40)  # title_prose_words: 0 is the title alone
 RATIOS = (1.1, 1.15, 1.2, 1.25)  # lead_ratio
 KNOBS = (*WEIGHTS, "lead_ratio", "title_prose_words")
+# Where each knob sits in a SearchConfig.
+PATHS = {**{k: f"fusion.{k}" for k in (*WEIGHTS, "lead_ratio")}, "title_prose_words": "retrieval.title_prose_words"}
 GridWeights = dict[str, tuple[float, ...]]
 TOP = 10  # the ranks counted (a Search's top_k)
 
@@ -62,7 +64,7 @@ class Task:
 def collect(store: Path, name: str, tasks: list[dict[str, Any]]) -> list[Task]:
     """Each task's signals (one per title_prose_words value) and gold session keys, from one
     repository's kept import."""
-    memory = Memory(Settings.from_env({}, data_dir=str(store / name), compact_interval_s=0))
+    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(store / name), "maintenance.interval_s": 0}))
     try:
         user_id = f"pastfixes-{name}"
         cards = memory.store.user_rows(key_of(user_id), "card", ["session_key", "metadata"])
@@ -72,8 +74,8 @@ def collect(store: Path, name: str, tasks: list[dict[str, Any]]) -> list[Task]:
             gold = {key for key, shas in commits.items() if shas & set(task["gold_commits"])}
             signals = {}
             for words in PROSE:
-                config = DEFAULT_SEARCH.replace(title_prose_words=words)
-                signals[words], _ = memory.signals(user_id, task["problem_statement"], config, config.candidates)
+                config = DEFAULT_SEARCH.replace({"retrieval.title_prose_words": words})
+                signals[words], _ = memory.signals(user_id, task["problem_statement"], config, config.retrieval.candidates)
             out.append(Task(signals, gold))
         return out
     finally:
@@ -81,7 +83,7 @@ def collect(store: Path, name: str, tasks: list[dict[str, Any]]) -> list[Task]:
 
 
 def rank(task: Task, config: SearchConfig) -> int | None:
-    scores = fuse(task.signals[config.title_prose_words], config)
+    scores = fuse(task.signals[config.retrieval.title_prose_words], config)
     order = sorted(scores, key=lambda k: -scores[k])[:TOP]
     return next((i for i, key in enumerate(order, 1) if key in task.gold), None)
 
@@ -92,13 +94,13 @@ def score(tasks: list[Task], config: SearchConfig) -> dict[str, float]:
 
 # -- the grid search ----------------------------------------------------------------------
 
-SIGNALS = tuple(weights_of(DEFAULT_SEARCH))
-_ZERO = {f"{name}_weight": 0.0 for name in SIGNALS}
+SIGNALS = tuple(DEFAULT_SEARCH.fusion.weights())
+_ZERO = {f"fusion.{name}_weight": 0.0 for name in SIGNALS}
 
 
 def _weight_rows(weights: GridWeights) -> np.ndarray:
     """Every weight combination of the grid, as rows over SIGNALS (the others as shipped)."""
-    fixed = weights_of(DEFAULT_SEARCH)
+    fixed = DEFAULT_SEARCH.fusion.weights()
     rows = []
     for values in itertools.product(*weights.values()):
         chosen = {**fixed, **{k.removesuffix("_weight"): v for k, v in zip(weights, values, strict=True)}}
@@ -109,8 +111,8 @@ def _weight_rows(weights: GridWeights) -> np.ndarray:
 def _ranks(task: Task, words: int, ratio: float, weights: np.ndarray) -> np.ndarray:
     """The task's rank (0: not in the first TOP) under each row of `weights`."""
     signals = task.signals[words]
-    base = DEFAULT_SEARCH.replace(**_ZERO, lead_ratio=ratio, title_prose_words=words)
-    parts = [fuse(signals, base.replace(**{f"{name}_weight": 1.0})) for name in SIGNALS]
+    base = DEFAULT_SEARCH.replace({**_ZERO, "fusion.lead_ratio": ratio, "retrieval.title_prose_words": words})
+    parts = [fuse(signals, base.replace({f"fusion.{name}_weight": 1.0})) for name in SIGNALS]
     keys = sorted({k for part in parts for k in part})
     if not keys:
         return np.zeros(len(weights), dtype=int)
@@ -147,8 +149,8 @@ class Grid:
         point, row = np.unravel_index(np.lexsort(keys)[-1], mrr.shape)  # the last key sorts first
         ratio, words = self.points[point]
         values = dict(zip(SIGNALS, self.weights[row], strict=True))
-        return DEFAULT_SEARCH.replace(**{k: float(values[k.removesuffix("_weight")]) for k in self.names},
-                                      lead_ratio=ratio, title_prose_words=words)
+        return DEFAULT_SEARCH.replace({**{PATHS[k]: float(values[k.removesuffix("_weight")]) for k in self.names},
+                                       "fusion.lead_ratio": ratio, "retrieval.title_prose_words": words})
 
 
 def choose(grid: Grid, tasks: list[Task], which: list[int]) -> SearchConfig:
@@ -158,14 +160,14 @@ def choose(grid: Grid, tasks: list[Task], which: list[int]) -> SearchConfig:
     chosen = [tasks[i] for i in which]
 
     def merit(weight: float) -> tuple[float, float, float]:
-        got = score(chosen, base.replace(since_weight=weight))
+        got = score(chosen, base.replace({"fusion.since_weight": weight}))
         return got["mrr"], got["hit@1"], -weight
 
-    return base.replace(since_weight=max(SINCE, key=merit))
+    return base.replace({"fusion.since_weight": max(SINCE, key=merit)})
 
 
 def knobs(config: SearchConfig) -> dict[str, float]:
-    return {k: getattr(config, k) for k in KNOBS}
+    return {k: config.value_at(PATHS[k]) for k in KNOBS}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,8 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         "held_out_joint": metrics(held_joint),
         "in_sample": {"chosen": knobs(fitted), **score(everything, fitted)},
         "shipped": {"values": knobs(DEFAULT_SEARCH), **score(everything, DEFAULT_SEARCH)},
-        "without_commit_signals": score(everything, DEFAULT_SEARCH.replace(title_weight=0.0, subject_weight=0.0,
-                                                                           lead_weight=0.0, since_weight=0.0)),
+        "without_commit_signals": score(everything, DEFAULT_SEARCH.replace({
+            "fusion.title_weight": 0.0, "fusion.subject_weight": 0.0, "fusion.lead_weight": 0.0,
+            "fusion.since_weight": 0.0})),
         "folds": folds,
     }
     print(json.dumps({k: result[k] for k in ("held_out", "held_out_joint", "in_sample", "shipped",

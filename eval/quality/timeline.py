@@ -175,8 +175,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def run(projects: list[dict[str, Any]], config: TurnConfig) -> dict[str, list[dict[str, Any]]]:
     tok = Tokenizer()
     rows: dict[str, list[dict[str, Any]]] = {"codemem": [], "bm25-sessions": []}
-    with tempfile.TemporaryDirectory() as tmp, Memory(Settings(data_dir=tmp, compact_interval_s=0)) as memory:
-        memory.turn_config = config
+    with tempfile.TemporaryDirectory() as tmp, Memory(Settings().replace({"storage.data_dir": tmp, "maintenance.interval_s": 0})) as memory:
+        memory.search_config = memory.search_config.replace({"turns": config})
         for p in projects:
             user = ingest(memory, p)
             answers = {q["question"]: codemem_answer(memory, user, q["question"]) for q in p["questions"]}
@@ -192,8 +192,8 @@ def _locomo_features(config: TurnConfig) -> list[tuple[str, float, float]]:
     from eval.quality.locomo import LOCOMO, chunks, load_conversation
 
     out = []
-    with tempfile.TemporaryDirectory() as tmp, Memory(Settings(data_dir=tmp, compact_interval_s=0)) as memory:
-        memory.turn_config = config
+    with tempfile.TemporaryDirectory() as tmp, Memory(Settings().replace({"storage.data_dir": tmp, "maintenance.interval_s": 0})) as memory:
+        memory.search_config = memory.search_config.replace({"turns": config})
         for f in sorted(LOCOMO.glob("*.json")):
             conv = load_conversation(f)
             for n, turns in conv.sessions().items():

@@ -68,6 +68,9 @@ GRID = {
     "location_mention_weight": (0.25, 0.5),
 }
 FLOORS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+# Where each fitted value sits in a SearchConfig (the grid's are all fusion's).
+PATHS = {**{k: f"fusion.{k}" for k in GRID}, "relevance_floor": "fusion.relevance_floor",
+         "relevance_coefficients": "calibration.coefficients", "quiet_below": "calibration.quiet_below"}
 # The floor shipped is this share of the largest lossless one: that one sits just under the
 # training repository's lowest gold score (a minimum over ~30 tasks), and the other
 # repository's lowest lies well under it (0.4 lossless on sympy's tasks cut 5 of django's).
@@ -107,7 +110,7 @@ def rank_figures(cases: Sequence[Case], config: SearchConfig, gold_keys: dict[st
 def fit_fusion(cases: Sequence[Case], gold_keys: dict[str, set[str]]) -> tuple[SearchConfig, tuple[float, float]]:
     best: tuple[tuple[float, float], SearchConfig] | None = None
     for combo in itertools.product(*GRID.values()):
-        config = DEFAULT_SEARCH.replace(**dict(zip(GRID, combo, strict=True)))
+        config = DEFAULT_SEARCH.replace({PATHS[k]: v for k, v in zip(GRID, combo, strict=True)})
         f = rank_figures(cases, config, gold_keys)
         if best is None or f > best[0]:
             best = (f, config)
@@ -184,7 +187,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 50) -> tu
 def best_relevance(case: Case, config: SearchConfig) -> float:
     _, scores = ranking(case, config)
     others = runner_up(scores)
-    groups = group_by_session([], scores, lambda k: k, TOP_K, config.relevance_floor)
+    groups = group_by_session([], scores, lambda k: k, TOP_K, config.fusion.relevance_floor)
     return max((relevance(case.signals, g.session_key, g.score, others[g.session_key], config) for g in groups),
                default=0.0)
 
@@ -196,8 +199,9 @@ def fit_threshold(memory: Memory, cases: Sequence[Case],
     either its loud or its quiet version, so both are built once and every threshold is
     scored exactly. Also returns the training figures of every threshold (the trade-off
     curve)."""
-    loud = {(c.task.instance_id, c.condition): answer_score(memory, c, config.replace(quiet_below=0.0)) for c in cases}
-    hush = {(c.task.instance_id, c.condition): answer_score(memory, c, config.replace(quiet_below=1.0)) for c in cases}
+    never, always = config.replace({"calibration.quiet_below": 0.0}), config.replace({"calibration.quiet_below": 1.0})
+    loud = {(c.task.instance_id, c.condition): answer_score(memory, c, never) for c in cases}
+    hush = {(c.task.instance_id, c.condition): answer_score(memory, c, always) for c in cases}
     best = {(c.task.instance_id, c.condition): best_relevance(c, config) for c in cases}
 
     def outcome(t: float) -> tuple[float, float]:
@@ -235,12 +239,13 @@ def answer_score(memory: Memory, case: Case, config: SearchConfig) -> QueryScore
 def fit(memory: Memory, cases: Sequence[Case], gold_keys: dict[str, set[str]]) -> tuple[SearchConfig, dict[str, Any]]:
     noisy = [c for c in cases if c.condition == "noisy-all"]
     config, (mrr, hit1) = fit_fusion(noisy, gold_keys)
-    config = config.replace(relevance_floor=fit_floor(noisy, config, gold_keys, memory.shape.groups_to_read(TOP_K)))
+    room = memory.search_config.answer.fitted().groups_to_read(TOP_K)
+    config = config.replace({"fusion.relevance_floor": fit_floor(noisy, config, gold_keys, room)})
     coefficients, l2 = fit_calibration(*calibration_rows(cases, config, gold_keys))
-    config = config.replace(relevance_coefficients=coefficients)
+    config = config.replace({"calibration.coefficients": coefficients})
     threshold, curve = fit_threshold(memory, cases, config)
-    config = config.replace(quiet_below=threshold)
-    chosen = {name: getattr(config, name) for name in [*GRID, "relevance_floor", "relevance_coefficients", "quiet_below"]}
+    config = config.replace({"calibration.quiet_below": threshold})
+    chosen = {name: config.value_at(path) for name, path in PATHS.items()}
     return config, {"chosen": chosen, "calibration_l2": l2, "train_rank": {"mrr": round(mrr, 3), "hit1": round(hit1, 3)},
                     "threshold_curve": curve}
 
@@ -271,13 +276,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     prov = provenance("eval.replay.relevance_cv", argv)
     tasks = load_tasks(args.data)
     gold_keys = {t.instance_id: {key_of("all", g) for g in t.gold} for t in tasks}
-    settings = Settings(data_dir=str(args.data_dir), compact_interval_s=0)
+    settings = Settings().replace({"storage.data_dir": str(args.data_dir), "maintenance.interval_s": 0})
     with Memory(settings) as memory:
         memory.warm_up()
         cases = []
         for task in tasks:
             for condition, user in USERS.items():
-                signals, _ = memory.signals(user, task.query, DEFAULT_SEARCH, DEFAULT_SEARCH.candidates)
+                signals, _ = memory.signals(user, task.query, DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
                 cases.append(Case(task, condition, signals))
         repos = sorted({t.repo for t in tasks})
         folds = []

@@ -26,7 +26,7 @@ def test_over_capacity_is_503_with_retry_after_then_recovers(
         return real_add(req)
 
     monkeypatch.setattr(memory, "add", slow_add)
-    with make_client(settings.replace(max_inflight_adds=1), memory) as client, ThreadPoolExecutor(1) as pool:
+    with make_client(settings.replace({"limits.max_inflight_adds": 1}), memory) as client, ThreadPoolExecutor(1) as pool:
         first = pool.submit(client.post, "/add", json=add_body("a1"))
         assert entered.wait(30)
         refused = client.post("/add", json=add_body("a2"))
@@ -59,7 +59,7 @@ def test_admitted_requests_wait_for_a_worker_and_the_one_over_the_bound_is_refus
         return real_add(req)
 
     monkeypatch.setattr(memory, "add", slow_add)
-    bounded = settings.replace(max_inflight_adds=2, add_threads=1)
+    bounded = settings.replace({"limits.max_inflight_adds": 2, "server.add_threads": 1})
     with make_client(bounded, memory) as client, ThreadPoolExecutor(2) as pool:
         first = pool.submit(client.post, "/add", json=add_body("a1"))
         _wait_until(lambda: bool(started))

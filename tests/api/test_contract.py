@@ -381,7 +381,7 @@ def test_answers_are_bounded_for_a_reader_with_a_limited_window(client: TestClie
         client.post("/add", json=add_body(f"n{i}", session_id=f"note-{i}", texts=(f"test_b note {i} " + "y" * 20_000,)))
     hits = search(client, "u1", "test_b fails", top_k=1_000)
     sizes = [len(h["content"]) for h in hits]
-    budget_chars = memory.settings.search_token_budget * 4
+    budget_chars = memory.search_config.answer.budget_tokens * 4
     assert sum(sizes) <= budget_chars + max(sizes)
     assert len(hits) < notes + 2  # the budget, not top_k, ended the answer
     big = [h for h in hits if h["session_id"] == "big"]

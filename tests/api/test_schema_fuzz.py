@@ -36,7 +36,7 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "40"))
 
 def served_schema() -> dict:
     """The app's own OpenAPI document, with each JSON body's schema added."""
-    spec = create_app(Settings(data_dir="memory://schema")).openapi_schema.to_schema()
+    spec = create_app(Settings().replace({"storage.data_dir": "memory://schema"})).openapi_schema.to_schema()
     names, components = msgspec.json.schema_components(
         list(BODIES.values()), ref_template="#/components/schemas/{name}"
     )

@@ -70,7 +70,7 @@ def test_more_pages_through_the_kept_answer_without_searching_again(
     # Twelve look-alike experiences (code work: each names the file it fixed, so the answer
     # lists experiences, not a dialogue's turns), all kept (no floor, no quiet answer):
     # paging is the point.
-    memory.search_config = memory.search_config.replace(relevance_floor=0.0, quiet_below=0.0)
+    memory.search_config = memory.search_config.replace({"fusion.relevance_floor": 0.0, "calibration.quiet_below": 0.0})
     for i in range(12):
         filled.post("/add", json=add_body(f"m{i}", "carol", f"s{i}",
                                           (f"paginator bug number {i} in src/paginator.py", "fixed src/paginator.py")))
@@ -148,7 +148,7 @@ def test_a_whole_user_is_deleted_after_confirmation(filled: TestClient) -> None:
 
 @pytest.fixture
 def keyed(settings: Settings, memory: Memory) -> Iterator[TestClient]:
-    with make_client(settings.replace(api_key="s3cret-key"), memory) as c:
+    with make_client(settings.replace({"server.api_key": "s3cret-key"}), memory) as c:
         yield c
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from codemem.ranking.answer import Shape, build
+import dataclasses
+
+from codemem.ranking.answer import build
 from codemem.ranking.assemble import FoundExperience
+from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.types import Candidate
 
 
@@ -31,7 +34,7 @@ def _experience(session: str, n_evidence: int, score: float) -> tuple[FoundExper
     return group, [card, *evidence]
 
 
-SHAPE = Shape(budget_tokens=0, max_item_chars=6000, first_evidence_items=2, evidence_items=1)
+SHAPE = dataclasses.replace(DEFAULT_SEARCH.answer, budget_tokens=0, first_evidence_items=2, evidence_items=1)
 
 
 def test_one_read_fetches_cards_inlined_and_loose_evidence() -> None:
@@ -78,6 +81,5 @@ def test_long_evidence_is_recognised_as_said_whatever_its_whitespace() -> None:
     rows1[2]["text"] = "\n\n  " + words.replace(" ", " \t\n ", 37)  # the same words, other whitespace
     rows1[3]["text"] = words[:3000] + " but then a different ending"  # the same head only
     store = FakeStore(rows1)
-    hits = build([g1], store.read, "u", 100, Shape(budget_tokens=0, max_item_chars=6000,
-                                                   first_evidence_items=3, evidence_items=1))
+    hits = build([g1], store.read, "u", 100, dataclasses.replace(SHAPE, first_evidence_items=3))
     assert hits[0].metadata["evidence"] == ["m-a-0", "m-a-2"]

@@ -19,7 +19,7 @@ from codemem.memory import Memory
 @pytest.fixture
 def filled(tmp_path: Path, embedder: MiniLMEmbedder) -> str:
     data = str(tmp_path / "data")
-    m = Memory(Settings(data_dir=data, compact_interval_s=0), embedder=embedder)
+    m = Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder)
     m.add(AddRequest("r1", "dev", "sess-1", [
         Message("user", "Fix the crash in parsers/diff.py when a hunk header has no context"),
         Message("assistant", "The crash came from an IndexError in parse_hunk_header; I guarded the split."),

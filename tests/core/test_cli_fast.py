@@ -61,10 +61,10 @@ def fake_server() -> Iterator[str]:
 
 def test_search_asks_the_server_that_announced_itself(tmp_path: Path, fake_server: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    settings = Settings(data_dir=str(tmp_path / "data"), port=int(fake_server.rsplit(":", 1)[1]))
+    settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "server.port": int(fake_server.rsplit(":", 1)[1])})
     with local_server.announced(settings):
-        assert local_server.running_server(settings.data_dir) == fake_server
-        assert main(["search", "--data-dir", settings.data_dir, "--user-id", "dev", "flaky cache"]) == 0
+        assert local_server.running_server(settings.storage.data_dir) == fake_server
+        assert main(["search", "--data-dir", settings.storage.data_dir, "--user-id", "dev", "flaky cache"]) == 0
     assert _Fake.asked[-1] == {"user_id": "dev", "query": "flaky cache", "top_k": 5, "options": None}
     out = capsys.readouterr().out
     assert "#1  Fix the flaky cache test" in out and "edited: tests/test_io.py" in out
@@ -75,8 +75,8 @@ def test_the_command_prints_all_its_answer_and_a_closed_pipe_is_no_traceback(tmp
     """`python -m cli` (as the console script) ends a search's process without the
     interpreter's teardown: its whole answer must still come out, and `| head` must not
     print a traceback."""
-    settings = Settings(data_dir=str(tmp_path / "data"), port=int(fake_server.rsplit(":", 1)[1]))
-    command = [sys.executable, "-m", "cli", "search", "--data-dir", settings.data_dir, "--user-id", "dev", "flaky"]
+    settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "server.port": int(fake_server.rsplit(":", 1)[1])})
+    command = [sys.executable, "-m", "cli", "search", "--data-dir", settings.storage.data_dir, "--user-id", "dev", "flaky"]
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     with local_server.announced(settings):
         done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
@@ -118,7 +118,7 @@ def test_a_stale_server_file_is_ignored(tmp_path: Path, fake_server: str) -> Non
 def test_cold_search_loads_the_cached_encoder_and_no_torch(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     assert query_encoder_path().is_file()  # the session's embedder cached it when it warmed
     data = str(tmp_path / "data")
-    with Memory(Settings(data_dir=data, compact_interval_s=0), embedder=embedder) as m:
+    with Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder) as m:
         m.add(AddRequest("r1", "dev", "sess-1", [Message("user", "Fix the IndexError in parse_hunk_header")]))
     probe = (f"import sys; from cli.main import main; main(['search', '--data-dir', {data!r}, '--user-id', 'dev', "
              "'--json', 'IndexError in parse_hunk_header']); print(sorted({'torch', 'transformers', "

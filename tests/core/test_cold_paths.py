@@ -60,7 +60,8 @@ class _NoModel:
 
 
 def test_a_search_of_a_memory_that_does_not_exist_reaches_no_model(tmp_path: Path) -> None:
-    with Memory(Settings(data_dir=str(tmp_path / "data"), compact_interval_s=0), embedder=_NoModel()) as memory:  # type: ignore[arg-type]
+    settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 0})
+    with Memory(settings, embedder=_NoModel()) as memory:  # type: ignore[arg-type]
         assert memory.search(SearchRequest(query="TypeError when filtering", user_id="nobody", top_k=5)) == []
         assert memory.search(SearchRequest(query="TypeError when filtering", user_id="nobody", top_k=5)) == []
 
@@ -111,7 +112,7 @@ def test_an_add_while_the_model_loads_is_stored_at_once_and_embedded_later(tmp_p
     """An Add does not wait for the model: its card is stored without a vector, found by its
     words at once, and embedded by the session's quiet-time refresh once the model is in."""
     loading = _Loading(embedder)
-    settings = Settings(data_dir=str(tmp_path / "data"), compact_interval_s=0, refresh_quiet_s=60)
+    settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 0, "writes.refresh_quiet_s": 60})
     with Memory(settings, embedder=loading) as memory:  # type: ignore[arg-type]
         memory.add(_add("early"))
         assert loading.embedded == []

@@ -27,7 +27,7 @@ FIX = [
 ]
 # Nothing in memory is related to the question: the calibration below calls every
 # experience irrelevant, so a coding memory's answer would be quiet.
-UNSURE = DEFAULT_SEARCH.replace(relevance_coefficients=(-50.0, 0.0, 0.0, 0.0, 0.0), quiet_below=0.5)
+UNSURE = DEFAULT_SEARCH.replace({"calibration.coefficients": (-50.0, 0.0, 0.0, 0.0, 0.0), "calibration.quiet_below": 0.5})
 
 
 def _add(memory: Memory, user: str, session: str, texts: list[str]) -> None:
@@ -76,7 +76,7 @@ def test_the_learned_ranking_leaves_a_memory_of_conversations_to_the_fusion(memo
     _add(memory, "u", "pets", PETS)
     query = SearchRequest(user_id="u", query="What kind of dog does Ana have now?", top_k=20)
     learned = memory.search(query, config=LEARNED_SEARCH)
-    fused = memory.search(query, config=LEARNED_SEARCH.replace(ranking="fused"))
+    fused = memory.search(query, config=LEARNED_SEARCH.replace({"ranking": "fused"}))
     assert [h.id for h in learned] == [h.id for h in fused]
     # The model was never asked: no feature carried any score.
     assert not any("features" in h.metadata for h in learned)

@@ -56,7 +56,7 @@ def test_card_is_the_same_whatever_the_chunking(tmp_path: Path, embedder: MiniLM
     transcript = load_claude_code_jsonl(transcript_file)
     texts = []
     for chunk in (5, 1000):
-        m = Memory(Settings(data_dir=str(tmp_path / f"d{chunk}"), compact_interval_s=0), embedder=embedder)
+        m = Memory(Settings().replace({"storage.data_dir": str(tmp_path / f"d{chunk}"), "maintenance.interval_s": 0}), embedder=embedder)
         for req in transcript_requests("t", transcript, "dev", chunk):
             m.add(req)
         steps = m.store.rows(f"user_key = '{key_of('dev')}' AND kind = 'step'", columns=["id", "text", "refs", "position"])
@@ -91,7 +91,7 @@ def test_search_lists_the_card_first_with_its_evidence(memory: Memory, transcrip
     ]))
     # No floor: the layout of an answer with a second, weakly related experience.
     hits = memory.search(SearchRequest(user_id="dev", query="ASGIStaticFilesHandler is missing get_response_async", top_k=10),
-                         memory.search_config.replace(relevance_floor=0.0))
+                         memory.search_config.replace({"fusion.relevance_floor": 0.0}))
     assert hits[0].metadata["kind"] == "card"
     assert hits[0].session_id == transcript.session_id
     # One item per experience: the card with its strongest evidence inlined.
@@ -308,7 +308,7 @@ def test_a_card_without_a_task_keeps_its_vector_until_the_session_goes_quiet(mem
     memory.refresher.flush()
     caught_up = card()
     assert caught_up["text"] == second["text"]
-    expected = memory.embedder.embed([caught_up["text"]], memory.settings.embed_max_tokens)[0]
+    expected = memory.embedder.embed([caught_up["text"]], memory.settings.embedding.max_tokens)[0]
     assert sum(a * b for a, b in zip(caught_up["vector"], expected, strict=True)) > 0.999
     # An Add that leaves the card's text as it was owes no refresh.
     memory.add(AddRequest("m-3", "dev", "mid-stream", [Message("assistant", "The root cause is the lexer.")]))

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from codemem.config import Maintenance
 from codemem.contract.types import Message
 from codemem.store import lance as store_lance
 from codemem.store.lance import Store
 from codemem.store.locks import Locks, ProcessLock
-from codemem.store.maintenance import KEEP_VERSIONS_FOR, Bounds, Compactor
+from codemem.store.maintenance import KEEP_VERSIONS_FOR, Compactor
 from codemem.store.schema import Row
 from codemem.writing.session_state import MessageCache
 
@@ -107,7 +108,7 @@ def test_compaction_after_a_conflict_holds_the_write_lock(tmp_path: Path, monkey
     throughout, so it lands and compacts the store; the round after that runs beside the
     writes again."""
     store = _loose_store(tmp_path, commits=4, rows_each=10)
-    compactor = Compactor(store, interval_s=0, min_writes=1)
+    compactor = Compactor(store, Maintenance(interval_s=0, min_writes=1))
     held_lock: list[bool] = []  # each round's `exclusive`
     real_optimize = store.optimize
 
@@ -139,7 +140,7 @@ def test_compaction_counts_commits_of_every_process_and_skips_while_another_comp
     is skipped while another process holds the compaction lock, and a compaction by another
     process leaves nothing pending here either."""
     store = Store(str(tmp_path / "data"), "test-model", 4)
-    compactor = Compactor(store, interval_s=0, min_writes=1)
+    compactor = Compactor(store, Maintenance(interval_s=0, min_writes=1))
 
     def commit(n: int, on: Store = store) -> None:
         for _ in range(n):
@@ -160,7 +161,7 @@ def test_compaction_counts_commits_of_every_process_and_skips_while_another_comp
     # Another process, with its own handle on the directory: its commits are pending here,
     # and once it compacted them, they are not.
     elsewhere_store = Store(str(tmp_path / "data"), "test-model", 4)
-    elsewhere = Compactor(elsewhere_store, interval_s=0, min_writes=1)
+    elsewhere = Compactor(elsewhere_store, Maintenance(interval_s=0, min_writes=1))
     commit(4, on=elsewhere_store)
     assert compactor.pending() == 4
     assert elsewhere.run_once() is True
@@ -191,7 +192,7 @@ def test_a_store_left_uncompacted_is_compacted_at_start_up_in_the_background(tmp
     store = Store(str(tmp_path / "data"), "test-model", 4)  # a restart: no commit after it
     before = store.stats()
     assert before["small_fragments"] >= 20 and before["unindexed_rows"] == 800
-    compactor = Compactor(store, interval_s=0.05, min_writes=50)
+    compactor = Compactor(store, Maintenance(interval_s=0.05, min_writes=50))
     compactor.start()
     try:
         deadline = time.monotonic() + 60
@@ -208,11 +209,11 @@ def test_a_store_left_uncompacted_is_compacted_at_start_up_in_the_background(tmp
 
 def test_a_store_within_bounds_is_left_alone_until_commits_pile_up(tmp_path: Path) -> None:
     store = _loose_store(tmp_path, commits=3, rows_each=10)
-    compactor = Compactor(store, interval_s=0, min_writes=50, bounds=Bounds(small_fragments=8, unindexed_rows=500))
+    compactor = Compactor(store, Maintenance(interval_s=0, min_writes=50, max_small_fragments=8, max_unindexed_rows=500))
     assert not compactor.due(pending=0, quiet=True, first=True)  # 3 fragments, 30 rows: fine
     assert not compactor.due(pending=2, quiet=False, first=False)
     assert compactor.due(pending=2, quiet=True, first=False)  # writes went quiet
-    tight = Compactor(store, interval_s=0, min_writes=50, bounds=Bounds(small_fragments=2, unindexed_rows=500))
+    tight = Compactor(store, Maintenance(interval_s=0, min_writes=50, max_small_fragments=2, max_unindexed_rows=500))
     assert tight.due(pending=0, quiet=False, first=True)  # past a bound at start-up
     assert tight.due(pending=1, quiet=False, first=False)  # past a bound after a commit
     assert not tight.due(pending=0, quiet=True, first=False)  # nothing new since: no busy loop
@@ -220,7 +221,7 @@ def test_a_store_within_bounds_is_left_alone_until_commits_pile_up(tmp_path: Pat
 
 def test_a_failed_round_is_retried_without_a_new_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = _loose_store(tmp_path, commits=3, rows_each=10)
-    compactor = Compactor(store, interval_s=0, min_writes=50, bounds=Bounds(small_fragments=2, unindexed_rows=500))
+    compactor = Compactor(store, Maintenance(interval_s=0, min_writes=50, max_small_fragments=2, max_unindexed_rows=500))
     real_optimize = store.optimize
 
     def conflicting(*args: object, **kwargs: object) -> None:  # faked: a real one cannot be had on demand

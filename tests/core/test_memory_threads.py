@@ -28,7 +28,7 @@ def _add(memory: Memory, request_id: str) -> None:
 
 def test_a_search_starts_no_writing_thread_and_an_add_does(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     # A compaction interval, so that a started compactor runs a thread.
-    settings = Settings(data_dir=str(tmp_path / "data"), compact_interval_s=3600)
+    settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 3600})
     with Memory(settings, embedder=embedder) as seeding:
         _add(seeding, "r0")
 
@@ -52,7 +52,7 @@ def test_a_search_starts_no_writing_thread_and_an_add_does(tmp_path: Path, embed
 
 
 def test_close_after_only_searching_and_start_for_a_server(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
-    settings = Settings(data_dir=str(tmp_path / "data"), compact_interval_s=3600)
+    settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 3600})
     before = set(threading.enumerate())
     with Memory(settings, embedder=embedder) as memory:
         assert memory.search(SearchRequest("nobody", "anything", top_k=5)) == []

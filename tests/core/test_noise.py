@@ -29,7 +29,7 @@ def test_group_drops_sessions_below_the_floor_and_always_keeps_the_best() -> Non
 @pytest.mark.parametrize("floor", [-0.1, 1.5])
 def test_a_floor_outside_0_to_1_is_refused(floor: float) -> None:
     with pytest.raises(ValueError, match="relevance_floor"):
-        Settings(relevance_floor=floor)
+        Settings().replace({"search.relevance_floor": floor})
 
 
 FIX = [
@@ -49,7 +49,8 @@ UNRELATED = [
 def test_unrelated_experiences_are_left_out_unless_the_floor_is_off(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     counts = {}
     for floor in (0.3, 0.0):
-        memory = Memory(Settings(data_dir=str(tmp_path / str(floor)), compact_interval_s=0, relevance_floor=floor),
+        memory = Memory(Settings().replace({"storage.data_dir": str(tmp_path / str(floor)), "maintenance.interval_s": 0,
+                                             "search.relevance_floor": floor}),
                         embedder=embedder)
         memory.add(AddRequest("fix", "dev", "fix", [Message("user" if i == 0 else "assistant", t) for i, t in enumerate(FIX)]))
         for i, text in enumerate(UNRELATED):

@@ -25,7 +25,7 @@ CHORES = [
 QUERY = "bulk_create TypeError with ignore_conflicts in _batched_insert"
 # The calibration reads (intercept, fused lead, BM25 lead, cosine, agreement); these make a
 # strong match clear 0.5 and a weak one fall below it.
-SURE = DEFAULT_SEARCH.replace(relevance_coefficients=(-3.0, 2.0, 0.0, 4.0, 1.0), quiet_below=0.5)
+SURE = DEFAULT_SEARCH.replace({"calibration.coefficients": (-3.0, 2.0, 0.0, 4.0, 1.0), "calibration.quiet_below": 0.5})
 
 
 def _fill(memory: Memory) -> None:
@@ -56,14 +56,14 @@ def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) ->
     assert quiet, "a quiet answer still lists what the memory holds nearby"
     assert all(h.metadata["kind"] == "card" and h.metadata["quiet"] for h in quiet)
     assert all(h.metadata["relevance"] < 0.5 for h in quiet)
-    assert len(quiet) <= SURE.quiet_experiences
+    assert len(quiet) <= SURE.answer.quiet_experiences
 
 
 def test_a_quiet_answer_drops_the_evidence_and_cuts_the_cards(memory: Memory) -> None:
     _fill(memory)
-    unsure = SURE.replace(relevance_coefficients=(-50.0, 0.0, 0.0, 0.0, 0.0), quiet_card_chars=200,
-                          quiet_first_evidence_chars=1_000)
-    loud = _search(memory, QUERY, unsure.replace(quiet_below=0.0))
+    unsure = SURE.replace({"calibration.coefficients": (-50.0, 0.0, 0.0, 0.0, 0.0), "answer.quiet_card_chars": 200,
+                           "answer.quiet_first_evidence_chars": 1_000})
+    loud = _search(memory, QUERY, unsure.replace({"calibration.quiet_below": 0.0}))
     quiet = _search(memory, QUERY, unsure)
     assert quiet[0].session_id == loud[0].session_id == "fix"
     # The first experience keeps a little evidence; the others are short cards (their task's
@@ -79,8 +79,8 @@ def test_a_quiet_answer_drops_the_evidence_and_cuts_the_cards(memory: Memory) ->
 
 def test_quiet_is_off_when_its_threshold_is_zero(memory: Memory) -> None:
     _fill(memory)
-    hits = _search(memory, "kubernetes ingress timeout", SURE.replace(relevance_coefficients=(-50.0, 0, 0, 0, 0),
-                                                                       quiet_below=0.0))
+    never_quiet = SURE.replace({"calibration.coefficients": (-50.0, 0, 0, 0, 0), "calibration.quiet_below": 0.0})
+    hits = _search(memory, "kubernetes ingress timeout", never_quiet)
     assert not any(h.metadata.get("quiet") for h in hits)
 
 
@@ -88,4 +88,4 @@ def test_a_deployment_cannot_set_a_threshold_outside_zero_to_one() -> None:
     for name in ("CODEMEM_QUIET_BELOW", "CODEMEM_RELEVANCE_FLOOR"):
         with pytest.raises(ValueError, match="between 0 and 1"):
             Settings.from_env({name: "1.5"})
-    assert Settings.from_env({"CODEMEM_QUIET_BELOW": "0"}).search_config().quiet_below == 0.0
+    assert Settings.from_env({"CODEMEM_QUIET_BELOW": "0"}).search.config().calibration.quiet_below == 0.0

@@ -87,13 +87,13 @@ def test_an_import_marks_each_change_with_its_release_and_search_ranks_those_sin
     assert all(json.loads(c["metadata"])["project"] == ["calc"] for c in cards if "after_release" in c["metadata"])
 
     report = "divide by a zero divisor\n\nSeen with calc 1.1.0: divide(1, 0) returns 0 instead of raising."
-    signals, _ = memory.signals("dev", report, DEFAULT_SEARCH, DEFAULT_SEARCH.candidates)
+    signals, _ = memory.signals("dev", report, DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
     newest = next(str(c["session_key"]) for c in cards if after[json.loads(c["metadata"])["subject"]] == "1.1.0")
     assert signals.commit_ranks["since"] == {newest: 1}
     hits = memory.search(SearchRequest(user_id="dev", query=report, top_k=3),
-                         config=DEFAULT_SEARCH.replace(since_weight=6.0))
+                         config=DEFAULT_SEARCH.replace({"fusion.since_weight": 6.0}))
     first = hits[0].metadata
     assert first["subject"] == "divide: raise ValueError on a zero divisor"
     assert first["signals"]["since_rank"] == 1
-    plain, _ = memory.signals("dev", "divide by a zero divisor returns 0", DEFAULT_SEARCH, DEFAULT_SEARCH.candidates)
+    plain, _ = memory.signals("dev", "divide by a zero divisor returns 0", DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
     assert "since" not in plain.commit_ranks  # no version named

@@ -60,11 +60,13 @@ def test_a_directory_outside_git_is_named_by_its_path(tmp_path: Path) -> None:
 def test_every_command_keeps_one_memory_per_person_unless_told_otherwise() -> None:
     env = {"XDG_DATA_HOME": "/x/share"}
     assert default_data_dir(env) == "/x/share/codemem"
-    assert Settings.from_env(env).data_dir == "/x/share/codemem"
-    assert Settings.from_env(env | {"CODEMEM_DATA_DIR": "/d"}).data_dir == "/d"
-    assert Settings.from_env(env | {"CODEMEM_DATA_DIR": "/d"}, data_dir="/flag").data_dir == "/flag"
+    assert Settings.from_env(env).storage.data_dir == "/x/share/codemem"
+    assert Settings.from_env(env | {"CODEMEM_DATA_DIR": "/d"}).storage.data_dir == "/d"
+    flag = Settings.from_env(env | {"CODEMEM_DATA_DIR": "/d"}, overrides={"storage.data_dir": "/flag"})
+    assert flag.storage.data_dir == "/flag"
     agent = Settings.from_env(env, defaults=agent_defaults())
-    assert (agent.data_dir, agent.search_token_budget) == ("/x/share/codemem", 10_000)
+    assert agent.storage.data_dir == "/x/share/codemem"
+    assert agent.search.config().answer.budget_tokens == 10_000
 
 
 @pytest.mark.parametrize("argv, agent", [

@@ -44,7 +44,7 @@ def data_dir(tmp_path: Path) -> str:
 @pytest.fixture
 def pair(data_dir: str, embedder: MiniLMEmbedder) -> Iterator[tuple[Memory, Memory]]:
     """Two Memories on one data directory, as two worker processes."""
-    settings = Settings(data_dir=data_dir, compact_interval_s=0)
+    settings = Settings().replace({"storage.data_dir": data_dir, "maintenance.interval_s": 0})
     a, b = Memory(settings, embedder=embedder), Memory(settings, embedder=embedder)
     yield a, b
     a.close()
@@ -161,7 +161,7 @@ def test_a_lock_held_by_a_thread_or_another_process_is_seen_as_held(tmp_path: Pa
 
 
 def test_a_restarted_process_reads_what_it_wrote_before(data_dir: str, embedder: MiniLMEmbedder) -> None:
-    settings = Settings(data_dir=data_dir, compact_interval_s=0)
+    settings = Settings().replace({"storage.data_dir": data_dir, "maintenance.interval_s": 0})
     with Memory(settings, embedder=embedder) as first:
         assert _add(first, "r1", "Fix the parser crash on empty input")
     with Memory(settings, embedder=embedder) as second:

@@ -110,7 +110,7 @@ def test_the_lexical_lead_is_the_best_score_over_the_next_session_s() -> None:
 
 
 def test_a_clear_bm25_winner_outvotes_the_title_rankings_only_among_commits() -> None:
-    found = _lexical(30.0, 20.0)  # s0 leads s1 by 1.5, above DEFAULT_SEARCH.lead_ratio
+    found = _lexical(30.0, 20.0)  # s0 leads s1 by 1.5, above DEFAULT_SEARCH.fusion.lead_ratio
     commits = {"title": {"s1": 1, "s0": 9}, "subject": {"s1": 1}}
     fused = fuse(SessionSignals.of(found, {}, commits), DEFAULT_SEARCH)
     assert fused["s0"] > fused["s1"]
@@ -118,4 +118,4 @@ def test_a_clear_bm25_winner_outvotes_the_title_rankings_only_among_commits() ->
     assert close["s1"] > close["s0"]  # no clear winner: the title rankings decide
     sessions = SessionSignals.of(found, {})  # a memory of agent sessions: no lead ranking
     assert sessions.commit_rankings(DEFAULT_SEARCH) == {}
-    assert fuse(sessions, DEFAULT_SEARCH) == fuse(sessions, DEFAULT_SEARCH.replace(lead_weight=0.0))
+    assert fuse(sessions, DEFAULT_SEARCH) == fuse(sessions, DEFAULT_SEARCH.replace({"fusion.lead_weight": 0.0}))

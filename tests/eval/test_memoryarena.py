@@ -94,11 +94,11 @@ def test_memories_reads_only_the_memory_lines() -> None:
 
 
 def test_the_replay_works_against_an_app_with_an_api_key(settings, memory) -> None:  # type: ignore[no-untyped-def]
-    with make_client(settings.replace(api_key="k"), memory) as c:
+    with make_client(settings.replace({"server.api_key": "k"}), memory) as c:
         c.headers["X-Api-Key"] = "k"
         tasks = load_tasks([SAMPLE / "formal_reasoning_phys.jsonl"])
         replay = replay_all(c, tasks)
     assert replay.errors == [] and summarise(replay)["formal_reasoning_phys"]["dependency_recall"] == 1.0
-    with make_client(settings.replace(api_key="k"), memory) as c:
+    with make_client(settings.replace({"server.api_key": "k"}), memory) as c:
         failed = replay_all(c, tasks)
     assert failed.subtasks == [] and "401" in failed.errors[0]

@@ -62,7 +62,8 @@ def _case(task: str, gold_lexical_rank: int) -> relevance_cv.Case:
 
 
 def test_the_floor_keeps_a_margin_under_the_training_gold() -> None:
-    config = DEFAULT_SEARCH.replace(dense_weight=0.0, refs_weight=0.0, location_weight=0.0, session_rrf_k=1)
+    config = DEFAULT_SEARCH.replace({"fusion.dense_weight": 0.0, "fusion.refs_weight": 0.0,
+                                     "fusion.location_weight": 0.0, "fusion.session_rrf_k": 1})
     cases = [_case("t1", 2), _case("t2", 3)]  # gold at 2/3 and 1/2 of the best score
     gold = {c.task.instance_id: {key_of("all", "g")} for c in cases}
     # Every floor up to 0.5 keeps both golds; the one chosen is half of that.

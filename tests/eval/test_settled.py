@@ -3,7 +3,7 @@ as the compactor itself judges it (a big store stays in many fragments it leaves
 
 from __future__ import annotations
 
-from codemem.store.maintenance import Bounds
+from codemem.config import Maintenance
 from eval._compaction import settled
 
 
@@ -14,5 +14,5 @@ def test_a_big_store_in_many_full_fragments_is_settled() -> None:
 
 def test_unindexed_rows_or_too_many_small_fragments_are_not() -> None:
     assert not settled({"fragments": 2, "fragments_to_compact": 1, "unindexed_rows": 40})
-    small = Bounds().small_fragments + 1
+    small = Maintenance().max_small_fragments + 1
     assert not settled({"fragments": small, "fragments_to_compact": small, "unindexed_rows": 0})

@@ -164,5 +164,5 @@ def test_by_default_the_hook_returns_at_once_and_ingests_in_the_background(
     while time.monotonic() < deadline and f"added to {USER}" not in (log.read_text() if log.exists() else ""):
         time.sleep(0.5)
     assert f"new messages in 1 chunks added to {USER}" in log.read_text(), log.read_text()
-    with Memory(Settings(data_dir=str(data), compact_interval_s=0), embedder=embedder) as m:
+    with Memory(Settings().replace({"storage.data_dir": str(data), "maintenance.interval_s": 0}), embedder=embedder) as m:
         assert m.message_count(USER, SESSION) == len(load_claude_code_jsonl(early).messages)

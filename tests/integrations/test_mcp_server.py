@@ -68,7 +68,7 @@ def _history(path: Path) -> Path:
 
 def _write_from_another_process(data_dir: Path, embedder: MiniLMEmbedder) -> None:
     """What the Claude Code hook does while the server runs: its own Memory, its own commits."""
-    with Memory(Settings(data_dir=str(data_dir), compact_interval_s=0), embedder=embedder) as m:
+    with Memory(Settings().replace({"storage.data_dir": str(data_dir), "maintenance.interval_s": 0}), embedder=embedder) as m:
         m.add(AddRequest("hook-1", USER, "claude-session-7", [
             Message("user", "PaymentGateway.charge times out after 30 s under load"),
             Message("assistant", "Raised the pool size in payments/gateway.py and added a retry with backoff"),

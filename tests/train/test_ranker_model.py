@@ -45,7 +45,7 @@ def test_the_shipped_model_ranks_a_strong_related_candidate_above_an_unrelated_o
     assert order[-1] == "unrelated"  # below the look-alikes too
     # Calibrated: the clear winner clears the model's own quiet threshold, many times the base
     # rate (~2% of the training candidates); the tail is well under that rate.
-    assert scores["related"] >= LEARNED_SEARCH.quiet_below and scores["unrelated"] < 0.01
+    assert scores["related"] >= LEARNED_SEARCH.calibration.quiet_below and scores["unrelated"] < 0.01
 
 
 def test_features_follow_the_signals() -> None:
@@ -125,4 +125,4 @@ def test_a_search_can_opt_in_to_the_learned_ranking(memory) -> None:  # type: ig
     assert 0.0 < float(first["relevance"]) <= 1.0
     assert set(first["features"]) <= set(FEATURES) and len(first["features"]) == 3
     with pytest.raises(ValueError, match="fused, learned"):
-        DEFAULT_SEARCH.replace(ranking="best")
+        DEFAULT_SEARCH.replace({"ranking": "best"})

@@ -78,7 +78,7 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Iterator[Served]:
     _chromium()
     trajectories = _trajectories()
-    settings = Settings(data_dir=str(tmp_path_factory.mktemp("ui") / "data"), compact_interval_s=0)
+    settings = Settings().replace({"storage.data_dir": str(tmp_path_factory.mktemp("ui") / "data"), "maintenance.interval_s": 0})
     memory = Memory(settings, embedder=embedder)
     for iid in MINE:
         _add(memory, ALICE, iid, [Message(role=m.role, content=m.content, timestamp=m.timestamp)

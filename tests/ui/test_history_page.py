@@ -50,7 +50,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -
         repo.create_remote("origin", "git@github.com:acme/flask-maintenance-history.git")
     user_id = repo_user_id(history.path)  # a long id, as real ones are
     assert user_id == REPO
-    settings = Settings(data_dir=str(root / "data"), compact_interval_s=0)
+    settings = Settings().replace({"storage.data_dir": str(root / "data"), "maintenance.interval_s": 0})
     memory = Memory(settings, embedder=embedder)
     ingest_git(memory, str(history.path), user_id, progress=False)
     memory.add(AddRequest(request_id="busy-1", user_id=BUSY, session_id="busy", messages=[

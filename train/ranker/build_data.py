@@ -140,14 +140,14 @@ def replay(tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], mirro
     add_s = search_s = 0.0
     adds = messages = 0
     with tempfile.TemporaryDirectory(prefix="ranker-") as tmp, \
-            Memory(Settings(data_dir=str(Path(tmp) / "data"))) as memory, \
+            Memory(Settings().replace({"storage.data_dir": str(Path(tmp) / "data")})) as memory, \
             (out / "queries.part").open("w") as f:
         memory.warm_up()
         for iid, trajectory in read_trajectories(mirror, [t["instance_id"] for t in tasks]):
             task = by_id[iid]
             if any(repo_of[n] == task["repo"] for n in names.values()):
                 t0 = time.perf_counter()
-                signals, _ = memory.signals(USER, task["problem_statement"], DEFAULT_SEARCH, DEFAULT_SEARCH.candidates)
+                signals, _ = memory.signals(USER, task["problem_statement"], DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
                 search_s += time.perf_counter() - t0
                 held = set(names.values())
                 f.write(json.dumps({"query": iid, "repo": task["repo"], "text": task["problem_statement"],

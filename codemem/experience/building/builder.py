@@ -19,7 +19,7 @@ from codemem.contract.types import Message, Role
 from codemem.experience.building.checkout_paths import is_scratch_name, match_patch_path
 from codemem.experience.building.diff_text import edit_hunk, trim_diff
 from codemem.experience.building.edited_symbols import patch_symbols, resolve_symbols
-from codemem.experience.building.render import render_card, render_conversation
+from codemem.experience.building.render import CARD_CHARS, render_card, render_conversation
 from codemem.experience.building.scratch import scratch_paths
 from codemem.experience.building.steps import build_steps
 from codemem.experience.building.tracker import EditRecord, SessionFacts, Tracker
@@ -231,7 +231,7 @@ def _conversation_experience(messages: Sequence[Message], task: str, max_chars: 
                       metadata=metadata)
 
 
-def build_experience(messages: Sequence[Message], *, max_chars: int = 4000) -> Experience:
+def build_experience(messages: Sequence[Message], *, max_chars: int = CARD_CHARS) -> Experience:
     """The experience of one session: card, steps and terms; pure and deterministic."""
     tracker = Tracker()
     for position, message in enumerate(messages):

@@ -17,6 +17,7 @@ from codemem.experience.types import ExperienceCard
 if TYPE_CHECKING:  # the CLI and the UI read cards with `card_sections` without loading test recognition
     from codemem.experience.recognising.testruns import TestRun
 
+CARD_CHARS = 4_000  # the most a card holds: every renderer's default, and what an answer allows for one
 _TASK_SHARE = 0.3
 _MIN_DIFF = 240
 
@@ -49,7 +50,7 @@ def _tests_line(card: ExperienceCard, last_test: TestRun | None) -> str:
 
 
 def render_card(
-    card: ExperienceCard, max_chars: int = 4000, last_test: TestRun | None = None
+    card: ExperienceCard, max_chars: int = CARD_CHARS, last_test: TestRun | None = None
 ) -> str:
     """The card in at most ``max_chars`` characters."""
     head: list[str] = []
@@ -91,7 +92,7 @@ def _minute(ms: int) -> str:
 
 
 def render_conversation(task: str, messages: int, first_ms: int | None, last_ms: int | None,
-                        max_chars: int = 4000) -> str:
+                        max_chars: int = CARD_CHARS) -> str:
     """A conversation's card: when it took place (its messages' timestamps, when sent), how
     long it is and how it opened. No coding sections: there is nothing to say in them."""
     when = ""
