@@ -120,7 +120,13 @@ def load(r: Result) -> str:
             if add["shed"]["share"] or search["shed"]["share"] else "")
     return (f"{add['throughput_per_s']} Adds/s (p95 {add['latency_ms']['p95'] / 1000:.1f} s), "
             f"{search['throughput_per_s']} Searches/s (p95 {search['latency_ms']['p95'] / 1000:.1f} s), "
-            f"{s['server_cpu_ms_per_answer']} ms CPU per answer, {r['lost']} lost{shed}")
+            f"{s['server_cpu_ms_per_answer']} ms CPU per answer, {r['lost']} lost{not_shown(r)}{shed}")
+
+
+def not_shown(r: Result) -> str:
+    """Stored Adds whose Search for their mark did not show it (older files counted them as lost)."""
+    n = r.get("stored_not_shown")
+    return f", {n} stored but not shown by a Search for their mark" if n else ""
 
 
 def latency_at(items: int) -> Callable[[Result], str]:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from codemem.ranking.locations import location_score
+from codemem.ranking.rrf import tied_ranks
 from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.types import Candidate
 
@@ -37,11 +38,12 @@ RETRIEVERS = ("lexical", "dense", "refs")
 
 
 def session_ranks(items: Sequence[Candidate]) -> dict[str, int]:
-    """Each session's rank (1 = best) by its best item in a best-first list."""
-    ranks: dict[str, int] = {}
+    """Each session's rank (1 = best) by its best item in a best-first list; sessions whose
+    best items tie share a rank (`tied_ranks`)."""
+    best: dict[str, Candidate] = {}
     for item in items:
-        ranks.setdefault(str(item.fields["session_key"]), len(ranks) + 1)
-    return ranks
+        best.setdefault(str(item.fields["session_key"]), item)
+    return {str(c.fields["session_key"]): rank for rank, c in tied_ranks(list(best.values()))}
 
 
 def session_scores(items: Sequence[Candidate]) -> dict[str, float]:

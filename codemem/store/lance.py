@@ -44,6 +44,7 @@ from codemem.store.schema import (
     items_schema,
     rows_to_table,
 )
+from codemem.store.top_k import stable_top
 
 log = logging.getLogger(__name__)
 
@@ -333,15 +334,21 @@ class Store:
         """BM25 over `column` ("text", or "refs" for code-reference keys) of one user's items."""
         if not text.strip():
             return []
-        query = self._query().nearest_to_text(text, columns=column).where(user_scope(user_key))  # a prefilter
-        hits = self._run(query.select([*CANDIDATE_COLUMNS, "_score"]).limit(limit))
+        def fetch(n: int) -> list[dict[str, Any]]:
+            query = self._query().nearest_to_text(text, columns=column).where(user_scope(user_key))  # a prefilter
+            return self._run(query.select([*CANDIDATE_COLUMNS, "_score"]).limit(n))
+
+        hits = stable_top(fetch, limit, "_score")
         return [Candidate(id=h["id"], score=float(h["_score"]), fields=h) for h in hits]
 
     def nearest(self, vector: np.ndarray, user_key: str, limit: int) -> list[Candidate]:
         """One user's items with a vector, nearest (cosine) first."""
-        query = (self._query().nearest_to(vector).column("vector").distance_type("cosine")
-                 .where(f"({user_scope(user_key)}) AND has_vector"))  # a prefilter
-        hits = self._run(query.select([*CANDIDATE_COLUMNS, "_distance"]).limit(limit))
+        def fetch(n: int) -> list[dict[str, Any]]:
+            query = (self._query().nearest_to(vector).column("vector").distance_type("cosine")
+                     .where(f"({user_scope(user_key)}) AND has_vector"))  # a prefilter
+            return self._run(query.select([*CANDIDATE_COLUMNS, "_distance"]).limit(n))
+
+        hits = stable_top(fetch, limit, "_distance", higher_is_better=False)
         return [Candidate(id=h["id"], score=1.0 - float(h["_distance"]), fields=h) for h in hits]
 
     # -- maintenance ----------------------------------------------------------------------

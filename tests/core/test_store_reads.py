@@ -62,3 +62,20 @@ def test_a_commit_by_another_process_is_read_at_once_and_none_costs_a_checkout(
     theirs.delete_ids(["m_b0"])
     assert not mine.exists(f"user_key = '{B}'")
     assert mine.version() == theirs.version()
+
+
+def test_rows_tied_at_a_retrievers_cut_are_chosen_and_ordered_by_id(tmp_path: Path) -> None:
+    # The same reply stored 30 times, in three fragments written highest ids first: a top-5
+    # taken as LanceDB scans would keep whichever tied rows it met first, in any order, and
+    # one query could answer differently from one process to the next.
+    store = Store(str(tmp_path / "data"), "test-model", 4)
+    for part in (range(20, 30), range(10, 20), range(0, 10)):
+        store.append([_row(A, i, "all tests pass", [1, 0, 0, 0]) for i in reversed(part)])
+    store.append([_row(A, 99, "the tests pass after the fix", [1, 1, 0, 0])])
+    ids = sorted(f"m_a{i}" for i in range(30))
+
+    for _ in range(3):
+        assert [c.id for c in store.fts("all tests pass", A, 5)] == ids[:5]
+        assert [c.id for c in store.nearest(np.asarray([1, 0, 0, 0], dtype=np.float32), A, 5)] == ids[:5]
+    # A tie group longer than the rows first fetched past the cut is read to its end.
+    assert [c.id for c in store.fts("all tests pass", A, 29)] == ids[:29]
