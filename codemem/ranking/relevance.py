@@ -4,9 +4,8 @@ Each retriever ranks sessions by their best item (a long session must not win by
 many weak matches); code-location evidence (`locations`) ranks them by the idf mass of
 the code they share with the task. Weighted reciprocal-rank fusion of those rankings
 orders the experiences. In a memory of commit experiences the report's title and opening
-prose rank them too, the changes released since the version a report names are lifted
-(`releases`), and the lexical retriever's best experience, when its BM25 score clearly
-leads the next one's, is a ranking of its own (`SessionSignals.commit_rankings`).
+prose rank them too, and the changes released since the version a report names are lifted
+(`releases`): `SessionSignals.commit_ranks`.
 
 The fused score says which experience comes first, not whether any is related: it is
 relative to the other candidates, so a memory with nothing related still has a "best"
@@ -99,24 +98,6 @@ class SessionSignals:
         """For each session, the best BM25 score among the others'."""
         return runner_up(self.bm25)
 
-    @cached_property
-    def lexical_lead(self) -> tuple[str, float] | None:
-        """The lexical retriever's best session and its BM25 score over the next session's
-        (inf when no other session matched); None when it found nothing."""
-        if not self.bm25:
-            return None
-        best = max(self.bm25, key=self.bm25.__getitem__)
-        second = self.bm25_others[best]
-        return best, self.bm25[best] / second if second > 0 else math.inf
-
-    def commit_rankings(self, config: SearchConfig) -> dict[str, dict[str, int]]:
-        """The commit rankings, and where they are held (a memory of commit experiences) the
-        lexical retriever's clear winner (`Fusion.lead_ratio`) as a ranking of one."""
-        lead = self.lexical_lead
-        if self.commit_ranks and lead and lead[1] >= config.fusion.lead_ratio:
-            return {**self.commit_ranks, "lead": {lead[0]: 1}}
-        return self.commit_ranks
-
     def location_ranks(self, config: SearchConfig) -> dict[str, int]:
         scored = {k: location_score(e, m, config.fusion.location_mention_weight) for k, (e, m) in self.location.items()}
         order = sorted((k for k, s in scored.items() if s > 0), key=lambda k: -scored[k])
@@ -133,7 +114,7 @@ def fuse(signals: SessionSignals, config: SearchConfig) -> dict[str, float]:
     scores as if they did not exist)."""
     k = config.fusion.session_rrf_k
     weights = config.fusion.weights()
-    ranks = {**signals.ranks, "location": signals.location_ranks(config), **signals.commit_rankings(config)}
+    ranks = {**signals.ranks, "location": signals.location_ranks(config), **signals.commit_ranks}
     top = sum(w for name, w in weights.items() if name in ranks) / (k + 1) or 1.0
     scores: dict[str, float] = {}
     for name, by_session in ranks.items():
@@ -192,7 +173,7 @@ def explain(signals: SessionSignals, key: str, fused: float, other: float, confi
         "fused": round(fused, 4),
         "signals": {
             **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},
-            **{f"{name}_rank": ranks.get(key) for name, ranks in signals.commit_rankings(config).items()},
+            **{f"{name}_rank": ranks.get(key) for name, ranks in signals.commit_ranks.items()},
             "cosine": round(signals.cosine[key], 4) if key in signals.cosine else None,
             "bm25": round(signals.bm25[key], 3) if key in signals.bm25 else None,
             "location": round(signals.location_of(key, config), 3),

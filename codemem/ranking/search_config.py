@@ -101,13 +101,9 @@ class Fusion:
     # experience only mentions counts against one it edited.
     location_weight: float
     location_mention_weight: float
-    # Commit experiences only: the title (BM25) and subject (`ranking/subjects.py`) rankings,
-    # and the BM25 retriever's best experience as a ranking of one when its score leads the
-    # next one's by `lead_ratio` or more (a clear winner).
+    # Commit experiences only: the title (BM25) and subject (`ranking/subjects.py`) rankings.
     title_weight: float
     subject_weight: float
-    lead_weight: float
-    lead_ratio: float
     # The candidate changes released since the version a report names (`ranking/releases.py`),
     # all tied first in a ranking with this weight.
     since_weight: float
@@ -120,16 +116,15 @@ class Fusion:
 
     def __post_init__(self) -> None:
         for name in ("lexical_weight", "dense_weight", "refs_weight", "location_weight", "location_mention_weight",
-                     "title_weight", "subject_weight", "lead_weight", "since_weight", "item_rrf_k", "session_rrf_k"):
+                     "title_weight", "subject_weight", "since_weight", "item_rrf_k", "session_rrf_k"):
             _at_least(self, name, 0)
-        _at_least(self, "lead_ratio", 1.0)
         _share(self, "relevance_floor")
 
     def weights(self) -> dict[str, float]:
         """Each session ranking's weight, by the ranking's name."""
         return {"lexical": self.lexical_weight, "dense": self.dense_weight, "refs": self.refs_weight,
                 "location": self.location_weight, "title": self.title_weight, "subject": self.subject_weight,
-                "lead": self.lead_weight, "since": self.since_weight}
+                "since": self.since_weight}
 
 
 @dataclass(frozen=True)

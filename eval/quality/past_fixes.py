@@ -195,7 +195,8 @@ def save_result(args: argparse.Namespace, prov: dict[str, object],
         by_name[name] = {"codemem": metrics([r["codemem_rank"] for r in rows]),
                          **({} if args.no_bm25 else {"bm25": metrics([r["bm25_rank"] for r in rows])})}
     result = {"complete": complete, "tasks": len(per_task), "top_k": args.top_k,
-              "in_sample": "dev set: knobs may have been tuned on these tasks",
+              "figure_kind": ("validation: the commit-only knobs were chosen on training tasks (train/past_fixes), "
+                              "though the commit rankings' design was settled on these tasks"),
               "summary": summary, "per_repo_scores": by_name, "repos": per_repo, "per_task": per_task}
     print(json.dumps(summary, indent=1), flush=True)
     write_result(args.out, result, prov)

@@ -1,7 +1,11 @@
-"""Choose the commit-only search knobs (``title_weight``, ``subject_weight``, ``lead_weight``,
-``lead_ratio``, ``title_prose_words``, then ``since_weight``) by leave-one-repository-out
-cross-validation on past-fixes-dev, and report the held-out figures next to the in-sample ones.
+"""Choose the commit-only search knobs (``title_weight``, ``subject_weight``,
+``title_prose_words``, then ``since_weight``) on a set of past-fix tasks, with
+leave-one-repository-out figures next to the fit on all of them.
 
+    # the shipped knobs: the fit on the training tasks (train/past_fixes/build_data.py)
+    python -m eval.quality.past_fixes_cv --store /work/svr/store --tasks /work/svr/tasks.json \
+        --only sphinx,pytest,xarray,pylint,astropy,sympy --out eval/results/past_fixes_train_cv.json
+    # the same procedure on past-fixes-dev, for comparison (its "shipped" row is the validation)
     python -m eval.quality.past_fixes --only ripgrep,caddy,lombok,preact,tokio --store DIR   # imports, once
     python -m eval.quality.past_fixes_cv --store DIR [--only ripgrep,caddy,lombok,preact,tokio]
 
@@ -12,13 +16,13 @@ numpy over each ranking's contribution (``relevance.fuse`` with that ranking's w
 a tie counting in the gold's favour; the figures reported are ``relevance.fuse``'s own. A
 task's rank is its best gold experience's (a change whose commits include a gold SHA) among
 the first 10 fused experiences. For each repository, on the other repositories: the grid
-point of the first five knobs with the best MRR (then hit@1, then the smaller weights), the
+point of the first three knobs with the best MRR (then hit@1, then the smaller weights), the
 releases ranking weighing nothing; then, with those, the ``since_weight`` with the best MRR
 (then hit@1, then the smaller weight). That choice is scored on the held-out repository;
-"in-sample" is the same two steps on all of them (what ``DEFAULT_SEARCH`` ships when it is
-the same point). The releases ranking came last, and fitting its weight alone keeps a fold's
-choices to what 16 tasks can tell apart; for comparison, ``held_out_joint`` chooses all six
-knobs in one grid. The other search knobs stay as ``DEFAULT_SEARCH`` has them (tuned on
+"in-sample" is the same two steps on all of them (what ``DEFAULT_SEARCH`` ships, from the
+training tasks). The releases ranking came last, and fitting its weight alone keeps a fold's
+choices to what a fold's tasks can tell apart; for comparison, ``held_out_joint`` chooses
+all four knobs in one grid. The other search knobs stay as ``DEFAULT_SEARCH`` has them (tuned on
 agent sessions by ``eval.replay.relevance_cv``). Writes ``eval/results/tmp/past_fixes_cv.json``.
 """
 
@@ -44,13 +48,12 @@ from eval._provenance import provenance, write_result
 from eval.quality.past_fixes import TASKS, metrics
 
 WEIGHTS = {"title_weight": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0), "subject_weight": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0),
-           "lead_weight": (0.0, 2.0, 4.0, 6.0, 8.0, 12.0), "since_weight": (0.0,)}
+           "since_weight": (0.0,)}
 SINCE = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)  # since_weight, chosen after the others
 PROSE = (0, 10, 20, 40)  # title_prose_words: 0 is the title alone
-RATIOS = (1.1, 1.15, 1.2, 1.25)  # lead_ratio
-KNOBS = (*WEIGHTS, "lead_ratio", "title_prose_words")
+KNOBS = (*WEIGHTS, "title_prose_words")
 # Where each knob sits in a SearchConfig.
-PATHS = {**{k: f"fusion.{k}" for k in (*WEIGHTS, "lead_ratio")}, "title_prose_words": "retrieval.title_prose_words"}
+PATHS = {**{k: f"fusion.{k}" for k in WEIGHTS}, "title_prose_words": "retrieval.title_prose_words"}
 GridWeights = dict[str, tuple[float, ...]]
 TOP = 10  # the ranks counted (a Search's top_k)
 
@@ -108,10 +111,10 @@ def _weight_rows(weights: GridWeights) -> np.ndarray:
     return np.array(rows)
 
 
-def _ranks(task: Task, words: int, ratio: float, weights: np.ndarray) -> np.ndarray:
+def _ranks(task: Task, words: int, weights: np.ndarray) -> np.ndarray:
     """The task's rank (0: not in the first TOP) under each row of `weights`."""
     signals = task.signals[words]
-    base = DEFAULT_SEARCH.replace({**_ZERO, "fusion.lead_ratio": ratio, "retrieval.title_prose_words": words})
+    base = DEFAULT_SEARCH.replace({**_ZERO, "retrieval.title_prose_words": words})
     parts = [fuse(signals, base.replace({f"fusion.{name}_weight": 1.0})) for name in SIGNALS]
     keys = sorted({k for part in parts for k in part})
     if not keys:
@@ -132,9 +135,9 @@ class Grid:
     def __init__(self, tasks: list[Task], weights: GridWeights = WEIGHTS):
         self.names = tuple(weights)
         self.weights = _weight_rows(weights)
-        self.points = list(itertools.product(RATIOS, PROSE))
-        # tasks x (ratio, prose) points x weight rows
-        self.ranks = np.array([[_ranks(t, words, ratio, self.weights) for ratio, words in self.points] for t in tasks])
+        self.points = list(PROSE)
+        # tasks x prose points x weight rows
+        self.ranks = np.array([[_ranks(t, words, self.weights) for words in self.points] for t in tasks])
 
     def best(self, which: list[int]) -> SearchConfig:
         """The best grid point on the tasks `which` (none: the shipped configuration)."""
@@ -144,13 +147,13 @@ class Grid:
         mrr = np.where(ranks > 0, 1.0 / np.maximum(ranks, 1), 0.0).mean(axis=0)
         hit1 = (ranks == 1).mean(axis=0)
         size = self.weights.sum(axis=1)[None, :].repeat(len(self.points), axis=0)
-        prose = np.array([words for _, words in self.points])[:, None].repeat(len(self.weights), axis=1)
+        prose = np.array(self.points)[:, None].repeat(len(self.weights), axis=1)
         keys = [a.ravel() for a in (-prose, -size, np.round(hit1, 9), np.round(mrr, 9))]
         point, row = np.unravel_index(np.lexsort(keys)[-1], mrr.shape)  # the last key sorts first
-        ratio, words = self.points[point]
+        words = self.points[point]
         values = dict(zip(SIGNALS, self.weights[row], strict=True))
         return DEFAULT_SEARCH.replace({**{PATHS[k]: float(values[k.removesuffix("_weight")]) for k in self.names},
-                                       "fusion.lead_ratio": ratio, "retrieval.title_prose_words": words})
+                                       "retrieval.title_prose_words": words})
 
 
 def choose(grid: Grid, tasks: list[Task], which: list[int]) -> SearchConfig:
@@ -206,8 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         "in_sample": {"chosen": knobs(fitted), **score(everything, fitted)},
         "shipped": {"values": knobs(DEFAULT_SEARCH), **score(everything, DEFAULT_SEARCH)},
         "without_commit_signals": score(everything, DEFAULT_SEARCH.replace({
-            "fusion.title_weight": 0.0, "fusion.subject_weight": 0.0, "fusion.lead_weight": 0.0,
-            "fusion.since_weight": 0.0})),
+            "fusion.title_weight": 0.0, "fusion.subject_weight": 0.0, "fusion.since_weight": 0.0})),
         "folds": folds,
     }
     print(json.dumps({k: result[k] for k in ("held_out", "held_out_joint", "in_sample", "shipped",

@@ -124,8 +124,8 @@ def test_each_part_checks_its_own_values() -> None:
     fusion = DEFAULT_SEARCH.fusion
     with pytest.raises(ValueError, match="Fusion.dense_weight must be at least 0"):
         dataclasses.replace(fusion, dense_weight=-1.0)
-    with pytest.raises(ValueError, match="Fusion.lead_ratio must be at least 1.0"):
-        dataclasses.replace(fusion, lead_ratio=0.5)
+    with pytest.raises(ValueError, match="relevance_floor must be between 0 and 1"):
+        dataclasses.replace(fusion, relevance_floor=1.5)
     with pytest.raises(ValueError, match="coefficients must hold 5 numbers"):
         Calibration(coefficients=(1.0, 2.0), quiet_below=0.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="Retrieval.title_prose_words must be at least 0"):

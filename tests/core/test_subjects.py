@@ -94,28 +94,3 @@ def test_the_title_ranking_query_reads_the_opening_prose() -> None:
     query = parse_query(REPORT)
     assert query.summary(0) == query.title_bm25 == "bug in passthru option"
     assert query.summary(4) == "bug in passthru option Non matching lines duplicated"
-
-
-def _lexical(*scores: float) -> dict[str, list[Candidate]]:
-    return {"lexical": [Candidate(id=f"s{i}", score=s, fields={"session_key": f"s{i}"}) for i, s in enumerate(scores)]}
-
-
-def test_the_lexical_lead_is_the_best_score_over_the_next_session_s() -> None:
-    found = _lexical(30.0, 20.0, 10.0)
-    found["lexical"].insert(1, Candidate(id="s0b", score=25.0, fields={"session_key": "s0"}))  # same session
-    lead = SessionSignals.of(found, {}).lexical_lead
-    assert lead is not None and lead[0] == "s0" and abs(lead[1] - 1.5) < 1e-9
-    assert SessionSignals.of(_lexical(3.0), {}).lexical_lead == ("s0", float("inf"))
-    assert SessionSignals.of({}, {}).lexical_lead is None
-
-
-def test_a_clear_bm25_winner_outvotes_the_title_rankings_only_among_commits() -> None:
-    found = _lexical(30.0, 20.0)  # s0 leads s1 by 1.5, above DEFAULT_SEARCH.fusion.lead_ratio
-    commits = {"title": {"s1": 1, "s0": 9}, "subject": {"s1": 1}}
-    fused = fuse(SessionSignals.of(found, {}, commits), DEFAULT_SEARCH)
-    assert fused["s0"] > fused["s1"]
-    close = fuse(SessionSignals.of(_lexical(30.0, 29.0), {}, commits), DEFAULT_SEARCH)
-    assert close["s1"] > close["s0"]  # no clear winner: the title rankings decide
-    sessions = SessionSignals.of(found, {})  # a memory of agent sessions: no lead ranking
-    assert sessions.commit_rankings(DEFAULT_SEARCH) == {}
-    assert fuse(sessions, DEFAULT_SEARCH) == fuse(sessions, DEFAULT_SEARCH.replace({"fusion.lead_weight": 0.0}))
