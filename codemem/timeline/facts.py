@@ -7,6 +7,10 @@ says (a short noun phrase, keyed by its last word: "database migrations" and "mi
 are one subject), and the value it replaces where it names one. Two facts of one user are
 compared in `supersedes`: a later one replaces an earlier one of the same subject with
 another value, or one whose value it names as replaced.
+
+A sentence none of these phrasings reads as a replacement is read by its structure
+(`changes.py`: a marker of the replaced value and names on both sides), so that a change said
+in other words ("migrated S off X and onto Y", "S runs on Y these days, not X") is one too.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+
+from codemem.timeline.changes import change
 
 # A value: a name, a version, a number with its unit; a few words at most, up to the first
 # word that starts a clause. Subjects likewise.
@@ -75,6 +81,7 @@ _VAGUE = {"it", "them", "that", "this", "something", "things", "stuff", "one", "
           "much", "more", "less", "too", "very", "just", "also", "not", "be", "been", "being", "going", "out",
           "up", "back", "down", "over", "off", "again", "home", "work", "some", "and", "or"}
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_FULL_STOP = re.compile(r"(?<=[.!?])\s+|\n+")  # a sentence whose clauses a semicolon joins
 
 
 @dataclass(frozen=True)
@@ -107,9 +114,21 @@ def facts(text: str) -> list[Fact]:
 @functools.lru_cache(maxsize=32_768)
 def _facts(text: str) -> tuple[Fact, ...]:
     out: list[Fact] = []
-    for sentence in _SENTENCE.split(text):
-        if "?" in sentence:  # a question states nothing
+    for full in _FULL_STOP.split(text):
+        if "?" in full:  # a question states nothing
             continue
+        found = _phrased(full)
+        if not any(f.value and f.replaces for f in found) and (read := _changed(full)) is not None:
+            # The structural reading names both sides: it stands for a drop of what it replaces.
+            found = [f for f in found if f.replaces != read.replaces and f.value != read.value] + [read]
+        out += found
+    return tuple(dict.fromkeys(out))
+
+
+def _phrased(text: str) -> list[Fact]:
+    """The facts the phrasings read, clause by clause."""
+    out: list[Fact] = []
+    for sentence in _SENTENCE.split(text):
         for pattern in _PATTERNS:
             m = pattern.search(sentence)
             if m is None:
@@ -119,7 +138,7 @@ def _facts(text: str) -> tuple[Fact, ...]:
                 out.append(fact)
                 break
         for dropped in _DROPPED:
-            if (d := dropped.search(sentence)) is not None and (old := _norm(d.group("old"))):
+            if (d := dropped.search(sentence)) is not None and (old := normalise(d.group("old"))):
                 if any(f.replaces == old or f.value == old for f in out):
                     break
                 if out and not out[-1].replaces and out[-1].value:  # "X is gone, we're on Y": Y replaces X
@@ -127,22 +146,33 @@ def _facts(text: str) -> tuple[Fact, ...]:
                 else:
                     out.append(Fact("", "", old))
                 break
-    return tuple(dict.fromkeys(out))
+    return out
+
+
+def _changed(sentence: str) -> Fact | None:
+    """The change the sentence's structure states (`changes.change`), as a fact."""
+    found = change(sentence)
+    if found is None:
+        return None
+    value, old = normalise(found.value), normalise(found.replaces)
+    if not value or not old or value == old:
+        return None
+    return Fact(subject_key(found.subject), value, old)
 
 
 def _fact(m: re.Match[str]) -> Fact | None:
     groups = m.groupdict()
-    value = _norm(groups.get("value") or "")
+    value = normalise(groups.get("value") or "")
     if not value:
         return None
     subject = subject_key(groups.get("subject") or groups.get("subject2") or "")
-    old = _norm(groups.get("old") or "")
+    old = normalise(groups.get("old") or "")
     if old == value:
         return None
     return Fact(subject, value, old)
 
 
-def _norm(phrase: str) -> str:
+def normalise(phrase: str) -> str:
     """A value as compared: lower case, determiners off the front, trailing punctuation off;
     "" for a pronoun or a filler word, which names no value."""
     words = [w.strip(".,:;!'\"()") for w in phrase.lower().split()]
@@ -156,7 +186,7 @@ def _norm(phrase: str) -> str:
 
 def subject_key(phrase: str) -> str:
     """A subject as compared: its normalised phrase's last word, singular."""
-    norm = _norm(phrase)
+    norm = normalise(phrase)
     if not norm:
         return ""
     last = norm.split()[-1]

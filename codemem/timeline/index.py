@@ -8,7 +8,9 @@ any other session's messages.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
@@ -99,8 +101,6 @@ class DialogueIndex(CardIndex):
     def superseded(self, fact: Fact, ms: int, session_key: str) -> tuple[Stated, Stated] | None:
         """Where a later statement replaced `fact` (stated at `ms` in `session_key`): the
         first that did, and the latest in the chain of replacements that follows it."""
-        first: Stated | None = None
-        latest: Stated | None = None
         timeline = self.timeline()
         # The fact as the index holds it (with the subject it may have taken from an earlier one).
         current = next((s.fact for s in timeline if s.session_key == session_key and s.fact.value == fact.value
@@ -109,8 +109,37 @@ class DialogueIndex(CardIndex):
             if later.ms <= ms or (later.session_key == session_key and later.fact.value == fact.value):
                 continue
             if supersedes(later.fact, current):
-                first = first or later
+                return later, self._latest(later, current)
+        return None
+
+    def replaced_named(self, text: str, ms: int, session_key: str) -> tuple[Stated, Stated] | None:
+        """Where a later session replaced a value that `text` (said at `ms` in `session_key`)
+        names: the first change, in another session after it, whose replaced value the text
+        names as a word, and the latest in the chain that follows. A statement of a choice
+        need not be read to be superseded: the change that replaces it names what it was."""
+        lower = text.lower()
+        for later in self.timeline():
+            fact = later.fact
+            if later.ms <= ms or later.session_key == session_key or not (fact.value and fact.replaces):
+                continue
+            if not fact.replaces.isdigit() and _named(fact.replaces).search(lower):
+                return later, self._latest(later, fact)
+        return None
+
+    def _latest(self, first: Stated, replaced: Fact) -> Stated:
+        """The last of the chain of replacements that follows `first`, which replaced
+        `replaced`."""
+        timeline = self.timeline()
+        latest, current = first, first.fact if first.fact.value else replaced
+        for later in timeline[timeline.index(first) + 1 :]:
+            if supersedes(later.fact, current):
                 latest = later
                 # The chain goes on from the replacement (a value dropped has none to follow).
                 current = later.fact if later.fact.value else current
-        return (first, latest) if first is not None and latest is not None else None
+        return latest
+
+
+@functools.lru_cache(maxsize=4_096)
+def _named(value: str) -> re.Pattern[str]:
+    """`value` as a word or words of a lower-cased text."""
+    return re.compile(rf"(?<![\w.+#/@-]){re.escape(value)}(?![\w+#/@-]|\.\w)")

@@ -176,12 +176,17 @@ def _lift_replies(turns: Sequence[_Turn], weight: float) -> None:
 
 
 def _mark_superseded(turns: Sequence[_Turn], index: DialogueIndex) -> None:
+    """A turn is superseded where a later statement replaces a fact it states, or else where
+    a later session's change names a value it names as replaced (`DialogueIndex.replaced_named`)."""
     for t in turns:
-        t.facts = facts(str(t.row["text"]))
+        text, key = str(t.row["text"]), str(t.row["session_key"])
+        t.facts = facts(text)
         for fact in t.facts:
-            if fact.value and (found := index.superseded(fact, t.ms, str(t.row["session_key"]))) is not None:
+            if fact.value and (found := index.superseded(fact, t.ms, key)) is not None:
                 t.superseded = found
                 break
+        if t.superseded is None:
+            t.superseded = index.replaced_named(text, t.ms, key)
 
 
 def _boost_facts(turns: Sequence[_Turn], asked: set[str], boost: float) -> None:
