@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 
-_TOKEN = re.compile(r"`?[\w][\w.+#/@'-]*[\w+#]`?|`?\w`?")
+_TOKEN = re.compile(r"`?[\w][\w.+#/@':-]*[\w+#]`?|`?\w`?")
 _STOP = frozenset("""for because since as and but so which that who when while after before in on at from to
 instead now anymore any these this those with by last yesterday today tomorrow again too though if this
 then than not rather over off onto into is are was were be been has have had will would should can could
@@ -82,7 +82,7 @@ def change(sentence: str) -> Change | None:
                 continue
             n = re.compile(rf"\b(?:{new_marker})\s+", re.I).search(sentence, old[1])
             if n is not None and (new := _phrase_at(tokens, n.end())) is not None:
-                if (fact := _pair(sentence, old, new)) is not None:
+                if (fact := _pair(sentence, old, new, _object_before(tokens, m.start()))) is not None:
                     return fact
     for m in re.finditer(rf"\b(?:{_DROP})\s+", sentence, re.I):
         old = _phrase_at(tokens, m.end())
@@ -101,12 +101,13 @@ def change(sentence: str) -> Change | None:
     return None
 
 
-def _pair(sentence: str, old: tuple[str, int, bool], new: tuple[str, int, bool]) -> Change | None:
+def _pair(sentence: str, old: tuple[str, int, bool], new: tuple[str, int, bool], subject: str = "") -> Change | None:
     """A change from `old` to `new` (each: phrase, end offset, whether a name), or None where
-    neither is a name or they are one phrase."""
+    neither is a name or they are one phrase; its subject `subject`, else what "for S" says."""
     if not (old[2] or new[2]) or old[0].lower() == new[0].lower():
         return None
-    subject = ""
+    if subject:
+        return Change(new[0], old[0], subject)
     for m in _FOR.finditer(sentence):
         words = [w for w in m.group(1).split() if w.lower() not in _STOP]
         if words and " ".join(words).lower() not in (old[0].lower(), new[0].lower()):
@@ -164,6 +165,22 @@ def _phrase_at(tokens: list[_Tok], offset: int) -> tuple[str, int, bool] | None:
 
 def _unit(t: _Tok) -> bool:
     return t.text.isalpha() and t.text.islower() and t.text not in _STOP
+
+
+def _object_before(tokens: list[_Tok], offset: int) -> str:
+    """What is moved in "migrated the storefront off X", "moved our hosting from X": the
+    words between a determiner and the marker at `offset` (none that starts a clause or is
+    a name); "" where no determiner leads them."""
+    before = [t for t in tokens if t.end <= offset]
+    k = len(before)
+    while k > 0 and len(before) - k < 4 and before[k - 1].text.lower() not in _DETERMINERS:
+        t = before[k - 1]
+        if t.name or t.text.lower() in _STOP or not t.joined:
+            return ""
+        k -= 1
+    if k == 0 or k == len(before) or before[k - 1].text.lower() not in _DETERMINERS:
+        return ""
+    return " ".join(t.text for t in before[k:])
 
 
 def _name_after(tokens: list[_Tok], offset: int) -> tuple[str, int, bool] | None:

@@ -119,8 +119,11 @@ def _facts(text: str) -> tuple[Fact, ...]:
             continue
         found = _phrased(full)
         if not any(f.value and f.replaces for f in found) and (read := _changed(full)) is not None:
-            # The structural reading names both sides: it stands for a drop of what it replaces.
-            found = [f for f in found if f.replaces != read.replaces and f.value != read.value] + [read]
+            # The structural reading names both sides: it stands for a phrased fact of either
+            # side (a drop of what it replaces, a value without it), whose subject it keeps.
+            same = [f for f in found if f.replaces == read.replaces or f.value == read.value]
+            subject = read.subject or next((f.subject for f in same if f.subject), "")
+            found = [f for f in found if f not in same] + [Fact(subject, read.value, read.replaces)]
         out += found
     return tuple(dict.fromkeys(out))
 
