@@ -126,6 +126,20 @@ class DialogueIndex(CardIndex):
                 return later, self._latest(later, fact)
         return None
 
+    def current_of_named(self, text: str) -> list[Stated]:
+        """For each change whose replaced or new value `text` names as a word ("are we still on
+        X?"), the latest statement in the chain of replacements that follows it."""
+        lower = text.lower()
+        out: list[Stated] = []
+        for s in self.timeline():
+            fact = s.fact
+            if not (fact.value and fact.replaces) or fact.replaces.isdigit():
+                continue
+            if _named(fact.replaces).search(lower) or _named(fact.value).search(lower):
+                if (latest := self._latest(s, fact)) not in out:
+                    out.append(latest)
+        return out
+
     def _latest(self, first: Stated, replaced: Fact) -> Stated:
         """The last of the chain of replacements that follows `first`, which replaced
         `replaced`."""

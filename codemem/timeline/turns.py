@@ -151,7 +151,10 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
     silent = quiet and present < config.quiet_below
     _mark_superseded(turns, index)
     _boost_facts(turns, words(question), config.fact_boost)
-    _newest_first(turns, bool(_CURRENT.search(question)), config)
+    current = bool(_CURRENT.search(question))
+    _newest_first(turns, current, config)
+    if current:
+        _named_current_first(turns, question, index)
     discount = config.time_discount if _TIME.search(question) else config.session_discount
     picked = _diversify(turns, discount, min(top_k, config.quiet_turns) if silent else top_k)
     hits = [_hit(t, index, config) for t in picked]
@@ -214,6 +217,20 @@ def _newest_first(turns: Sequence[_Turn], current: bool, config: TurnConfig) -> 
                 text = str(other.row["text"]).lower()
                 if other.superseded is None and any(v in text for v in stated_words) and other.score <= t.score:
                     other.score = t.score * 1.001
+
+
+def _named_current_first(turns: Sequence[_Turn], question: str, index: DialogueIndex) -> None:
+    """A question about now that names a value a change replaced (or one that replaced it)
+    is answered first by the latest statement of that chain: its turns that state the
+    current value go to the top."""
+    latest = index.current_of_named(question)
+    if not latest:
+        return
+    top = max(t.score for t in turns)
+    for stated in latest:
+        for t in turns:
+            if str(t.row["session_key"]) == stated.session_key and any(f == stated.fact for f in t.facts):
+                t.score = top * 1.001
 
 
 def _diversify(turns: Sequence[_Turn], discount: float, top_k: int) -> list[_Turn]:
