@@ -194,10 +194,15 @@ def _mark_superseded(turns: Sequence[_Turn], index: DialogueIndex) -> None:
 
 def _boost_facts(turns: Sequence[_Turn], asked: set[str], boost: float) -> None:
     """A turn that states a choice whose subject or value the question names is what a
-    question about a choice asks for, more than a turn that only mentions the subject."""
-    for t in turns:
-        if any(words(" ".join((f.subject, f.value, f.replaces))) & asked for f in t.facts):
-            t.score *= 1 + boost
+    question about a choice asks for, more than a turn that only mentions the subject.
+    Where no candidate's choice is named so (the question calls the subject by other words
+    than the statement it was read from), a turn that states a change (a value and the one
+    it replaces) in words the question shares is lifted instead."""
+    named = [t for t in turns if any(words(" ".join((f.subject, f.value, f.replaces))) & asked for f in t.facts)]
+    if not named:
+        named = [t for t in turns if any(f.value and f.replaces for f in t.facts) and words(str(t.row["text"])) & asked]
+    for t in named:
+        t.score *= 1 + boost
 
 
 def _newest_first(turns: Sequence[_Turn], current: bool, config: TurnConfig) -> None:
