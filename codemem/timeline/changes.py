@@ -16,17 +16,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-
 _TOKEN = re.compile(r"`?[\w][\w.+#/@':-]*[\w+#]`?|`?\w`?")
 _STOP = frozenset("""for because since as and but so which that who when while after before in on at from to
-instead now anymore any these this those with by last yesterday today tomorrow again too though if this
+instead now anymore any these this those with by last yesterday today tomorrow again too though if
 then than not rather over off onto into is are was were be been has have had will would should can could
-it its we our they their he she his her you your i me us them from today's here there every each
+it its we our they their he she his her you your i me us them today's here there every each
 handles handle handled covers cover covered takes take runs run uses use using used""".split())
 _DETERMINERS = frozenset({"the", "our", "a", "an", "all", "its", "their", "my", "your"})
 _PRONOUNS = frozenset({"i", "i'm", "i've", "i'll", "i'd"})
 _SLOT = frozenset({"on", "onto", "to", "with", "by", "via", "use", "uses", "using"})
-# (marker of the replaced value, where the new value is, marker of the new value where "after").
+# (marker of the replaced value, marker of the new value that follows it).
 _OLD_THEN_NEW = (
     (r"from", r"to|onto|into|with"),
     (r"off(?:\s+of)?", r"onto|to|into|in\s+favou?r\s+of"),
@@ -35,10 +34,10 @@ _OLD_THEN_NEW = (
 )
 _DROP = (r"dropped|drop|dropping|removed|ditched|retired|deprecated|abandoned|sunset|got\s+rid\s+of|"
          r"stopped\s+using|no\s+longer\s+use[sd]?")
-_NEW_THEN_OLD = r"instead\s+of|rather\s+than|in\s+place\s+of|,\s*not|replaces|replaced|supersedes|superseded|is\s+replacing|has\s+replaced"
+_NEW_THEN_OLD = (r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replaces|replaced|supersedes|superseded|"
+                 r"is\s+replacing|has\s+replaced)|,\s*not")
 _ARROW = r"->|=>|\u2192"
 _FOR = re.compile(r"\bfor\s+(?:(?:the|our|all|its|their|my)\s+)?((?:[a-z][\w-]*\s+){0,3}[a-z][\w-]*)", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -60,17 +59,6 @@ class _Tok:
     joined: bool  # only spaces between it and the token before
 
 
-def changes(text: str) -> list[Change]:
-    """The changes `text` states, at most one per sentence."""
-    out = []
-    for sentence in _SENTENCE.split(text):
-        if "?" in sentence:  # a question states nothing
-            continue
-        if (fact := change(sentence)) is not None:
-            out.append(fact)
-    return out
-
-
 def change(sentence: str) -> Change | None:
     """The change one sentence states, or None: the first marker that has a replaced value
     after it and a new value where its kind says, one of them a name."""
@@ -82,22 +70,22 @@ def change(sentence: str) -> Change | None:
                 continue
             n = re.compile(rf"\b(?:{new_marker})\s+", re.I).search(sentence, old[1])
             if n is not None and (new := _phrase_at(tokens, n.end())) is not None:
-                if (fact := _pair(sentence, old, new, _object_before(tokens, m.start()))) is not None:
-                    return fact
+                if (found := _pair(sentence, old, new, _object_before(tokens, m.start()))) is not None:
+                    return found
     for m in re.finditer(rf"\b(?:{_DROP})\s+", sentence, re.I):
         old = _phrase_at(tokens, m.end())
         if old is not None and (new := _name_after(tokens, old[1])) is not None:
-            if (fact := _pair(sentence, old, new)) is not None:
-                return fact
+            if (found := _pair(sentence, old, new)) is not None:
+                return found
     for m in re.finditer(rf"(?:{_NEW_THEN_OLD})\s+", sentence, re.I):
         old = _phrase_at(tokens, m.end())
         if old is not None and (new := _value_before(tokens, m.start())) is not None:
-            if (fact := _pair(sentence, old, new)) is not None:
-                return fact
+            if (found := _pair(sentence, old, new)) is not None:
+                return found
     for m in re.finditer(rf"\s*(?:{_ARROW})\s*", sentence):
         old, new = _name_before(tokens, m.start()), _phrase_at(tokens, m.end())
-        if old is not None and new is not None and (fact := _pair(sentence, old, new)) is not None:
-            return fact
+        if old is not None and new is not None and (found := _pair(sentence, old, new)) is not None:
+            return found
     return None
 
 
@@ -192,11 +180,13 @@ def _name_after(tokens: list[_Tok], offset: int) -> tuple[str, int, bool] | None
 
 
 def _name_before(tokens: list[_Tok], offset: int) -> tuple[str, int, bool] | None:
-    """The run of names that ends just before `offset`."""
+    """The run of names (or a number and its unit) that ends just before `offset`."""
     before = [t for t in tokens if t.end <= offset]
-    if not before or not before[-1].name:
-        return None
     i = len(before) - 1
+    if i > 0 and _unit(before[i]) and before[i].joined and before[i - 1].text[-1].isdigit():
+        i -= 1
+    if i < 0 or not before[i].name:
+        return None
     while i > 0 and before[i - 1].name and before[i].joined:
         i -= 1
     return _phrase_at(tokens, before[i].start)
