@@ -115,23 +115,25 @@ def facts(text: str) -> list[Fact]:
 def _facts(text: str) -> tuple[Fact, ...]:
     out: list[Fact] = []
     for full in _FULL_STOP.split(text):
-        if "?" in full:  # a question states nothing
+        start = len(out)
+        _phrased(full, out)
+        found = out[start:]
+        if "?" in full or any(f.value and f.replaces for f in found) or (read := _changed(full)) is None:
             continue
-        found = _phrased(full)
-        if not any(f.value and f.replaces for f in found) and (read := _changed(full)) is not None:
-            # The structural reading names both sides: it stands for a phrased fact of either
-            # side (a drop of what it replaces, a value without it), whose subject it keeps.
-            same = [f for f in found if f.replaces == read.replaces or f.value == read.value]
-            subject = read.subject or next((f.subject for f in same if f.subject), "")
-            found = [f for f in found if f not in same] + [Fact(subject, read.value, read.replaces)]
-        out += found
+        # The structural reading names both sides: it stands for a phrased fact of either side
+        # (a drop of what it replaces, a value without it), whose subject it keeps.
+        same = [f for f in found if f.replaces == read.replaces or f.value == read.value]
+        subject = read.subject or next((f.subject for f in same if f.subject), "")
+        out[start:] = [f for f in found if f not in same] + [Fact(subject, read.value, read.replaces)]
     return tuple(dict.fromkeys(out))
 
 
-def _phrased(text: str) -> list[Fact]:
-    """The facts the phrasings read, clause by clause."""
-    out: list[Fact] = []
+def _phrased(text: str, out: list[Fact]) -> None:
+    """Appends to `out` (the facts of the sentences before) the facts the phrasings read in
+    `text`, clause by clause."""
     for sentence in _SENTENCE.split(text):
+        if "?" in sentence:  # a question states nothing
+            continue
         for pattern in _PATTERNS:
             m = pattern.search(sentence)
             if m is None:
@@ -149,7 +151,6 @@ def _phrased(text: str) -> list[Fact]:
                 else:
                     out.append(Fact("", "", old))
                 break
-    return out
 
 
 def _changed(sentence: str) -> Fact | None:

@@ -101,6 +101,8 @@ class DialogueIndex(CardIndex):
     def superseded(self, fact: Fact, ms: int, session_key: str) -> tuple[Stated, Stated] | None:
         """Where a later statement replaced `fact` (stated at `ms` in `session_key`): the
         first that did, and the latest in the chain of replacements that follows it."""
+        first: Stated | None = None
+        latest: Stated | None = None
         timeline = self.timeline()
         # The fact as the index holds it (with the subject it may have taken from an earlier one).
         current = next((s.fact for s in timeline if s.session_key == session_key and s.fact.value == fact.value
@@ -109,8 +111,11 @@ class DialogueIndex(CardIndex):
             if later.ms <= ms or (later.session_key == session_key and later.fact.value == fact.value):
                 continue
             if supersedes(later.fact, current):
-                return later, self._latest(later, current)
-        return None
+                first = first or later
+                latest = later
+                # The chain goes on from the replacement (a value dropped has none to follow).
+                current = later.fact if later.fact.value else current
+        return (first, latest) if first is not None and latest is not None else None
 
     def replaced_named(self, text: str, ms: int, session_key: str) -> tuple[Stated, Stated] | None:
         """Where a later session replaced a value that `text` (said at `ms` in `session_key`)
@@ -123,7 +128,7 @@ class DialogueIndex(CardIndex):
             if later.ms <= ms or later.session_key == session_key or not (fact.value and fact.replaces):
                 continue
             if not fact.replaces.isdigit() and _named(fact.replaces).search(lower):
-                return later, self._latest(later, fact)
+                return later, self._latest(later)
         return None
 
     def current_of_named(self, text: str) -> list[Stated]:
@@ -136,15 +141,14 @@ class DialogueIndex(CardIndex):
             if not (fact.value and fact.replaces) or fact.replaces.isdigit():
                 continue
             if _named(fact.replaces).search(lower) or _named(fact.value).search(lower):
-                if (latest := self._latest(s, fact)) not in out:
+                if (latest := self._latest(s)) not in out:
                     out.append(latest)
         return out
 
-    def _latest(self, first: Stated, replaced: Fact) -> Stated:
-        """The last of the chain of replacements that follows `first`, which replaced
-        `replaced`."""
+    def _latest(self, first: Stated) -> Stated:
+        """The last of the chain of replacements that follows the change `first`."""
         timeline = self.timeline()
-        latest, current = first, first.fact if first.fact.value else replaced
+        latest, current = first, first.fact
         for later in timeline[timeline.index(first) + 1 :]:
             if supersedes(later.fact, current):
                 latest = later
