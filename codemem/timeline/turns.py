@@ -7,9 +7,13 @@ fused item score and its session's score, then:
 
 - a question about the current state ("now", "currently", "latest", "still") puts a turn
   whose fact a later statement replaced after its replacement, and every question keeps a
-  replacement found among the candidates ahead of what it replaced (newest first);
+  replacement found among the candidates ahead of what it replaced (newest first); a turn
+  is replaced where a later statement replaces a fact it states, or where a later
+  session's change names a value the turn names; a question about now that names a
+  replaced value gets the latest statement of that chain first;
 - a turn that states a choice (`facts.py`) of the question's subject is lifted above turns
-  that only mention the subject (`TurnConfig.fact_boost`);
+  that only mention the subject (`TurnConfig.fact_boost`); where no candidate's choice is
+  named by the question, a turn stating a change in words the question shares is;
 - turns are chosen greedily, each pick's score discounted per turn already chosen from its
   session (a maximal-marginal-relevance choice by session; `TurnConfig.session_discount`,
   and `time_discount` for a question about when, first, last, before or after), so that an
