@@ -127,7 +127,7 @@ class DialogueIndex(CardIndex):
             fact = later.fact
             if later.ms <= ms or later.session_key == session_key or not (fact.value and fact.replaces):
                 continue
-            if not fact.replaces.isdigit() and _named(fact.replaces).search(lower):
+            if not fact.replaces.isdigit() and fact.replaces in lower and _named(fact.replaces).search(lower):
                 return later, self._latest(later)
         return None
 
@@ -140,7 +140,7 @@ class DialogueIndex(CardIndex):
             fact = s.fact
             if not (fact.value and fact.replaces) or fact.replaces.isdigit():
                 continue
-            if _named(fact.replaces).search(lower) or _named(fact.value).search(lower):
+            if any(v in lower and _named(v).search(lower) for v in (fact.replaces, fact.value)):
                 if (latest := self._latest(s)) not in out:
                     out.append(latest)
         return out
