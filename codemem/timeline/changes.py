@@ -24,14 +24,22 @@ it its we our they their he she his her you your i me us them today's here there
 handles handle handled covers cover covered takes take runs run uses use using used""".split())
 _DETERMINERS = frozenset({"the", "our", "a", "an", "all", "its", "their", "my", "your"})
 _PRONOUNS = frozenset({"i", "i'm", "i've", "i'll", "i'd"})
+# Capitalised but dates, not names of a choice (`dates.py` reads them).
+_CALENDAR = frozenset("""monday tuesday wednesday thursday friday saturday sunday january february march april
+may june july august september october november december""".split())
 _SLOT = frozenset({"on", "onto", "to", "with", "by", "via", "use", "uses", "using"})
-# (marker of the replaced value, marker of the new value that follows it).
+# (marker of the replaced value, marker of the new value that follows it, whether both must be
+# names: "from X to Y" also says where things go that are not choices, "copied the figures
+# from Grafana to the doc").
 _OLD_THEN_NEW = (
-    (r"from", r"to|onto|into|with"),
-    (r"off(?:\s+of)?", r"onto|to|into|in\s+favou?r\s+of"),
-    (r"replace[sd]?|replacing|swap(?:s|ped)?|swapping", r"with|by|for"),
-    (r"away\s+from", r"to|onto|in\s+favou?r\s+of"),
+    (r"from", r"to|onto|into|with", True),
+    (r"off(?:\s+of)?", r"onto|to|into|in\s+favou?r\s+of", False),
+    (r"replace[sd]?|replacing|swap(?:s|ped)?|swapping", r"with|by|for", False),
+    (r"away\s+from", r"to|onto|in\s+favou?r\s+of", False),
 )
+# Where a dropped value's clause ends: what was dropped is the whole object ("dropped Sam a
+# note" drops no Sam).
+_CLAUSE_END = re.compile(r"\s*(?:[;,.:!)]|$|\s(?:in\s+favou?r\s+of|for|and|but|so)\b)", re.I)
 _DROP = (r"dropped|drop|dropping|removed|ditched|retired|deprecated|abandoned|sunset|got\s+rid\s+of|"
          r"stopped\s+using|no\s+longer\s+use[sd]?")
 _NEW_THEN_OLD = (r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replaces|replaced|supersedes|superseded|"
@@ -63,18 +71,20 @@ def change(sentence: str) -> Change | None:
     """The change one sentence states, or None: the first marker that has a replaced value
     after it and a new value where its kind says, one of them a name."""
     tokens = _tokens(sentence)
-    for old_marker, new_marker in _OLD_THEN_NEW:
+    for old_marker, new_marker, both in _OLD_THEN_NEW:
         for m in re.finditer(rf"\b(?:{old_marker})\s+", sentence, re.I):
             old = _phrase_at(tokens, m.end())
-            if old is None:
+            if old is None or (both and not old[2]):
                 continue
             n = re.compile(rf"\b(?:{new_marker})\s+", re.I).search(sentence, old[1])
-            if n is not None and (new := _phrase_at(tokens, n.end())) is not None:
+            if n is not None and (new := _phrase_at(tokens, n.end())) is not None and (new[2] or not both):
                 if (found := _pair(sentence, old, new, _object_before(tokens, m.start()))) is not None:
                     return found
     for m in re.finditer(rf"\b(?:{_DROP})\s+", sentence, re.I):
         old = _phrase_at(tokens, m.end())
-        if old is not None and (new := _name_after(tokens, old[1])) is not None:
+        if old is None or _CLAUSE_END.match(sentence, old[1]) is None:
+            continue
+        if (new := _name_after(tokens, old[1])) is not None:
             if (found := _pair(sentence, old, new)) is not None:
                 return found
     for m in re.finditer(rf"(?:{_NEW_THEN_OLD})\s+", sentence, re.I):
@@ -119,7 +129,7 @@ def _tokens(sentence: str) -> list[_Tok]:
 def _looks_like_name(word: str, first: bool) -> bool:
     """Written like a name: a digit, a capital inside the word, a capital where a sentence
     does not start, or code punctuation between letters."""
-    if word.lower() in _PRONOUNS:
+    if word.lower() in _PRONOUNS or word.lower() in _CALENDAR:
         return False
     if any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:]):
         return True

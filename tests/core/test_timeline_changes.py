@@ -28,6 +28,9 @@ def test_no_change_without_a_name_on_either_side() -> None:
     assert change("Heard from the design team that the mockups are late.") is None
     assert change("I am not sure about it, not yet.") is None
     assert change("Rolled back the deploy after lunch.") is None
+    assert change("Anna copied the numbers from Grafana to the doc.") is None  # "from X to Y" needs two names
+    assert change("It was Tuesday, not Monday.") is None  # days are dates, not choices
+    assert change("Dropped Sam a note; Priya will review it.") is None  # what is dropped ends its clause
     assert facts("Did we move off Flake8 and onto Ruff?") == []
 
 
