@@ -143,7 +143,7 @@ def _phrased(text: str, out: list[Fact]) -> None:
                 out.append(fact)
                 break
         for dropped in _DROPPED:
-            if (d := dropped.search(sentence)) is not None and (old := normalise(d.group("old"))):
+            if (d := dropped.search(sentence)) is not None and (old := _norm(d.group("old"))):
                 if any(f.replaces == old or f.value == old for f in out):
                     break
                 if out and not out[-1].replaces and out[-1].value:  # "X is gone, we're on Y": Y replaces X
@@ -158,7 +158,7 @@ def _changed(sentence: str) -> Fact | None:
     found = change(sentence)
     if found is None:
         return None
-    value, old = normalise(found.value), normalise(found.replaces)
+    value, old = _norm(found.value), _norm(found.replaces)
     if not value or not old or value == old:
         return None
     return Fact(subject_key(found.subject), value, old)
@@ -166,17 +166,17 @@ def _changed(sentence: str) -> Fact | None:
 
 def _fact(m: re.Match[str]) -> Fact | None:
     groups = m.groupdict()
-    value = normalise(groups.get("value") or "")
+    value = _norm(groups.get("value") or "")
     if not value:
         return None
     subject = subject_key(groups.get("subject") or groups.get("subject2") or "")
-    old = normalise(groups.get("old") or "")
+    old = _norm(groups.get("old") or "")
     if old == value:
         return None
     return Fact(subject, value, old)
 
 
-def normalise(phrase: str) -> str:
+def _norm(phrase: str) -> str:
     """A value as compared: lower case, determiners off the front, trailing punctuation off;
     "" for a pronoun or a filler word, which names no value."""
     words = [w.strip(".,:;!'\"()") for w in phrase.lower().split()]
@@ -190,7 +190,7 @@ def normalise(phrase: str) -> str:
 
 def subject_key(phrase: str) -> str:
     """A subject as compared: its normalised phrase's last word, singular."""
-    norm = normalise(phrase)
+    norm = _norm(phrase)
     if not norm:
         return ""
     last = norm.split()[-1]
