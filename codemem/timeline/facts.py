@@ -7,6 +7,10 @@ says (a short noun phrase, keyed by its last word: "database migrations" and "mi
 are one subject), and the value it replaces where it names one. Two facts of one user are
 compared in `supersedes`: a later one replaces an earlier one of the same subject with
 another value, or one whose value it names as replaced.
+
+A sentence none of these phrasings reads as a replacement is read by its structure
+(`changes.py`: a marker of the replaced value and names on both sides), so that a change said
+in other words ("migrated S off X and onto Y", "S runs on Y these days, not X") is one too.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+
+from codemem.timeline.changes import change
 
 # A value: a name, a version, a number with its unit; a few words at most, up to the first
 # word that starts a clause. Subjects likewise.
@@ -75,6 +81,7 @@ _VAGUE = {"it", "them", "that", "this", "something", "things", "stuff", "one", "
           "much", "more", "less", "too", "very", "just", "also", "not", "be", "been", "being", "going", "out",
           "up", "back", "down", "over", "off", "again", "home", "work", "some", "and", "or"}
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_FULL_STOP = re.compile(r"(?<=[.!?])\s+|\n+")  # a sentence whose clauses a semicolon joins
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,23 @@ def facts(text: str) -> list[Fact]:
 @functools.lru_cache(maxsize=32_768)
 def _facts(text: str) -> tuple[Fact, ...]:
     out: list[Fact] = []
+    for full in _FULL_STOP.split(text):
+        start = len(out)
+        _phrased(full, out)
+        found = out[start:]
+        if "?" in full or any(f.value and f.replaces for f in found) or (read := _changed(full)) is None:
+            continue
+        # The structural reading names both sides: it stands for a phrased fact of either side
+        # (a drop of what it replaces, a value without it), whose subject it keeps.
+        same = [f for f in found if f.replaces == read.replaces or f.value == read.value]
+        subject = read.subject or next((f.subject for f in same if f.subject), "")
+        out[start:] = [f for f in found if f not in same] + [Fact(subject, read.value, read.replaces)]
+    return tuple(dict.fromkeys(out))
+
+
+def _phrased(text: str, out: list[Fact]) -> None:
+    """Appends to `out` (the facts of the sentences before) the facts the phrasings read in
+    `text`, clause by clause."""
     for sentence in _SENTENCE.split(text):
         if "?" in sentence:  # a question states nothing
             continue
@@ -127,7 +151,17 @@ def _facts(text: str) -> tuple[Fact, ...]:
                 else:
                     out.append(Fact("", "", old))
                 break
-    return tuple(dict.fromkeys(out))
+
+
+def _changed(sentence: str) -> Fact | None:
+    """The change the sentence's structure states (`changes.change`), as a fact."""
+    found = change(sentence)
+    if found is None:
+        return None
+    value, old = _norm(found.value), _norm(found.replaces)
+    if not value or not old or value == old:
+        return None
+    return Fact(subject_key(found.subject), value, old)
 
 
 def _fact(m: re.Match[str]) -> Fact | None:

@@ -8,7 +8,9 @@ any other session's messages.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
@@ -114,3 +116,48 @@ class DialogueIndex(CardIndex):
                 # The chain goes on from the replacement (a value dropped has none to follow).
                 current = later.fact if later.fact.value else current
         return (first, latest) if first is not None and latest is not None else None
+
+    def replaced_named(self, text: str, ms: int, session_key: str) -> tuple[Stated, Stated] | None:
+        """Where a later session replaced a value that `text` (said at `ms` in `session_key`)
+        names: the first change, in another session after it, whose replaced value the text
+        names as a word, and the latest in the chain that follows. A statement of a choice
+        need not be read to be superseded: the change that replaces it names what it was."""
+        lower = text.lower()
+        for later in self.timeline():
+            fact = later.fact
+            if later.ms <= ms or later.session_key == session_key or not (fact.value and fact.replaces):
+                continue
+            if not fact.replaces.isdigit() and fact.replaces in lower and _named(fact.replaces).search(lower):
+                return later, self._latest(later)
+        return None
+
+    def current_of_named(self, text: str) -> list[Stated]:
+        """For each change whose replaced or new value `text` names as a word ("are we still on
+        X?"), the latest statement in the chain of replacements that follows it."""
+        lower = text.lower()
+        out: list[Stated] = []
+        for s in self.timeline():
+            fact = s.fact
+            if not (fact.value and fact.replaces) or fact.replaces.isdigit():
+                continue
+            if any(v in lower and _named(v).search(lower) for v in (fact.replaces, fact.value)):
+                if (latest := self._latest(s)) not in out:
+                    out.append(latest)
+        return out
+
+    def _latest(self, first: Stated) -> Stated:
+        """The last of the chain of replacements that follows the change `first`."""
+        timeline = self.timeline()
+        latest, current = first, first.fact
+        for later in timeline[timeline.index(first) + 1 :]:
+            if supersedes(later.fact, current):
+                latest = later
+                # The chain goes on from the replacement (a value dropped has none to follow).
+                current = later.fact if later.fact.value else current
+        return latest
+
+
+@functools.lru_cache(maxsize=4_096)
+def _named(value: str) -> re.Pattern[str]:
+    """`value` as a word or words of a lower-cased text."""
+    return re.compile(rf"(?<![\w.+#/@-]){re.escape(value)}(?![\w+#/@-]|\.\w)")

@@ -7,9 +7,13 @@ fused item score and its session's score, then:
 
 - a question about the current state ("now", "currently", "latest", "still") puts a turn
   whose fact a later statement replaced after its replacement, and every question keeps a
-  replacement found among the candidates ahead of what it replaced (newest first);
+  replacement found among the candidates ahead of what it replaced (newest first); a turn
+  is replaced where a later statement replaces a fact it states, or where a later
+  session's change names a value the turn names; a question about now that names a
+  replaced value gets the latest statement of that chain first;
 - a turn that states a choice (`facts.py`) of the question's subject is lifted above turns
-  that only mention the subject (`TurnConfig.fact_boost`);
+  that only mention the subject (`TurnConfig.fact_boost`); where no candidate's choice is
+  named by the question, a turn stating a change in words the question shares is;
 - turns are chosen greedily, each pick's score discounted per turn already chosen from its
   session (a maximal-marginal-relevance choice by session; `TurnConfig.session_discount`,
   and `time_discount` for a question about when, first, last, before or after), so that an
@@ -151,7 +155,10 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
     silent = quiet and present < config.quiet_below
     _mark_superseded(turns, index)
     _boost_facts(turns, words(question), config.fact_boost)
-    _newest_first(turns, bool(_CURRENT.search(question)), config)
+    current = bool(_CURRENT.search(question))
+    _newest_first(turns, current, config)
+    if current:
+        _named_current_first(turns, question, index)
     discount = config.time_discount if _TIME.search(question) else config.session_discount
     picked = _diversify(turns, discount, min(top_k, config.quiet_turns) if silent else top_k)
     hits = [_hit(t, index, config) for t in picked]
@@ -176,20 +183,30 @@ def _lift_replies(turns: Sequence[_Turn], weight: float) -> None:
 
 
 def _mark_superseded(turns: Sequence[_Turn], index: DialogueIndex) -> None:
+    """A turn is superseded where a later statement replaces a fact it states, or else where
+    a later session's change names a value it names as replaced (`DialogueIndex.replaced_named`)."""
     for t in turns:
-        t.facts = facts(str(t.row["text"]))
+        text, key = str(t.row["text"]), str(t.row["session_key"])
+        t.facts = facts(text)
         for fact in t.facts:
-            if fact.value and (found := index.superseded(fact, t.ms, str(t.row["session_key"]))) is not None:
+            if fact.value and (found := index.superseded(fact, t.ms, key)) is not None:
                 t.superseded = found
                 break
+        if t.superseded is None:
+            t.superseded = index.replaced_named(text, t.ms, key)
 
 
 def _boost_facts(turns: Sequence[_Turn], asked: set[str], boost: float) -> None:
     """A turn that states a choice whose subject or value the question names is what a
-    question about a choice asks for, more than a turn that only mentions the subject."""
-    for t in turns:
-        if any(words(" ".join((f.subject, f.value, f.replaces))) & asked for f in t.facts):
-            t.score *= 1 + boost
+    question about a choice asks for, more than a turn that only mentions the subject.
+    Where no candidate's choice is named so (the question calls the subject by other words
+    than the statement it was read from), a turn that states a change (a value and the one
+    it replaces) in words the question shares is lifted instead."""
+    named = [t for t in turns if any(words(" ".join((f.subject, f.value, f.replaces))) & asked for f in t.facts)]
+    if not named:
+        named = [t for t in turns if any(f.value and f.replaces for f in t.facts) and words(str(t.row["text"])) & asked]
+    for t in named:
+        t.score *= 1 + boost
 
 
 def _newest_first(turns: Sequence[_Turn], current: bool, config: TurnConfig) -> None:
@@ -209,6 +226,20 @@ def _newest_first(turns: Sequence[_Turn], current: bool, config: TurnConfig) -> 
                 text = str(other.row["text"]).lower()
                 if other.superseded is None and any(v in text for v in stated_words) and other.score <= t.score:
                     other.score = t.score * 1.001
+
+
+def _named_current_first(turns: Sequence[_Turn], question: str, index: DialogueIndex) -> None:
+    """A question about now that names a value a change replaced (or one that replaced it)
+    is answered first by the latest statement of that chain: its turns that state the
+    current value go to the top."""
+    latest = index.current_of_named(question)
+    if not latest:
+        return
+    top = max(t.score for t in turns)
+    for stated in latest:
+        for t in turns:
+            if str(t.row["session_key"]) == stated.session_key and any(f == stated.fact for f in t.facts):
+                t.score = top * 1.001
 
 
 def _diversify(turns: Sequence[_Turn], discount: float, top_k: int) -> list[_Turn]:
