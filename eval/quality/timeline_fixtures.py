@@ -5,8 +5,10 @@ choices change over time, with questions labelled by the sessions that hold each
 
 Deterministic (seeded). Each project has subjects (a migration tool, a host, a timeout...)
 whose value changes in later sessions, each statement phrased by one of several templates;
-the held-out projects use templates of their own, none shared with the dev projects, so that
-a pattern written for the dev phrasings is not scored on them. Other turns are the talk of a
+beacon and marigold use templates of their own, none shared with the others, so that a pattern
+written for the first three projects' phrasings was not scored on them; once supersession was
+developed against them too, they joined the dev split. The held-out project, kestrel
+(`kestrel.json`), is not written here: it was written separately, before any scoring on it. Other turns are the talk of a
 team (reviews, people, incidents) and share words with the questions. Question kinds:
 `update` (the current value: the answer is in the newest session that states one; `related`
 lists every session that stated a value), `when` (the date of a change, some said as
@@ -36,11 +38,17 @@ class Subject:
 @dataclass(frozen=True)
 class Project:
     name: str
-    split: str
+    phrasing: str  # the template family its statements use: "dev" or "heldout"
     start: date
     subjects: tuple[Subject, ...]
     absent: tuple[str, ...]  # asked-about subjects never discussed
     people: tuple[str, ...]
+    # The evaluation split it is scored in: its phrasing's unless it was developed against
+    # after being written as held-out (then "dev").
+    split: str = ""
+
+    def split_name(self) -> str:
+        return self.split or self.phrasing
 
 
 FIRST = {
@@ -115,7 +123,7 @@ PROJECTS = (
         Subject("the heartbeat interval", "heartbeat interval", ("60 seconds", "20 seconds")),
         Subject("alerting", "alerting tool", ("PagerDuty", "Opsgenie")),
         Subject("the admin console", "admin console framework", ("Django admin",)),
-    ), ("payment provider", "search engine", "analytics tool"), ("Sven", "Aiko", "Noor")),
+    ), ("payment provider", "search engine", "analytics tool"), ("Sven", "Aiko", "Noor"), split="dev"),
     Project("marigold", "heldout", date(2024, 4, 1), (
         Subject("search", "search engine", ("Elasticsearch", "Meilisearch", "Typesense")),
         Subject("the storefront", "storefront framework", ("Shopify Liquid", "Remix")),
@@ -123,7 +131,7 @@ PROJECTS = (
         Subject("the image CDN", "image CDN", ("Cloudinary", "imgix")),
         Subject("checkout sessions", "checkout session lifetime", ("30 minutes", "2 hours")),
         Subject("translations", "translation service", ("Crowdin",)),
-    ), ("orchestrator", "firmware update system", "mobile framework"), ("Ada", "Felix", "June")),
+    ), ("orchestrator", "firmware update system", "mobile framework"), ("Ada", "Felix", "June"), split="dev"),
 )
 
 
@@ -146,10 +154,10 @@ def build(p: Project, rng: random.Random) -> dict[str, object]:
             if slot != n:
                 continue
             if i == 0:
-                text = rng.choice(FIRST[p.split]).format(v=s.values[0], s=s.name)
+                text = rng.choice(FIRST[p.phrasing]).format(v=s.values[0], s=s.name)
                 made = day
             else:
-                text = rng.choice(CHANGE[p.split]).format(v=s.values[i], old=s.values[i - 1], s=s.name)
+                text = rng.choice(CHANGE[p.phrasing]).format(v=s.values[i], old=s.values[i - 1], s=s.name)
                 made = day
                 if rng.random() < 0.4:
                     phrase, back = rng.choice(RELATIVE)
@@ -172,7 +180,7 @@ def build(p: Project, rng: random.Random) -> dict[str, object]:
             messages.append({"role": "user" if j % 2 == 0 else "assistant", "content": f"{speaker}: {text}",
                              "timestamp": int(stamp.timestamp() * 1000) + j * 60_000})
         sessions.append({"id": f"s{n + 1:02d}", "date": stamp.isoformat().replace("+00:00", "Z"), "messages": messages})
-    return {"project": p.name, "split": p.split, "sessions": sessions, "questions": _questions(p, when_of, rng)}
+    return {"project": p.name, "split": p.split_name(), "sessions": sessions, "questions": _questions(p, when_of, rng)}
 
 
 def _questions(p: Project, when_of: dict[tuple[str, int], tuple[int, date]], rng: random.Random) -> list[dict[str, object]]:
@@ -209,7 +217,7 @@ def main() -> int:
     for i, p in enumerate(PROJECTS):
         data = build(p, random.Random(1000 + i))
         (OUT / f"{p.name}.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        print(f"{p.name} ({p.split}): {len(data['sessions'])} sessions, {len(data['questions'])} questions")  # type: ignore[arg-type]
+        print(f"{p.name} ({p.split_name()}): {len(data['sessions'])} sessions, {len(data['questions'])} questions")  # type: ignore[arg-type]
     return 0
 
 
