@@ -116,6 +116,16 @@ def scores(s: Result, keys: tuple[str, str, str] = ("hit1", "hit5", "mrr")) -> s
     return f"hit@1 {f2(s[keys[0]])}, hit@5 {f2(s[keys[1]])}, MRR {f3(s[keys[2]])}"
 
 
+def timeline(r: Result) -> str:
+    """codemem's and BM25's figures over all of a timeline run's projects."""
+    def of(name: str) -> Result:
+        return next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")
+
+    c, b = of("codemem"), of("bm25-sessions")
+    return (f"{c['questions']} questions: codemem {f2(c['hit1'])}, {c['newest_first']}, marked {c['older_marked']}; "
+            f"BM25 over sessions {f2(b['hit1'])}, {b['newest_first']}, marked {b['older_marked']}")
+
+
 def load(r: Result) -> str:
     s = r["sustained"]
     add, search = s["add"], s["search"]
@@ -214,16 +224,10 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "codemem {:.2f}, BM25 over turns {:.2f}".format(
                *(next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")["recall_2k"]
                  for name in ("codemem", "bm25-turns")))),
-    Figure("timeline.json", "Project chat over time, dev (182 questions): session hit@1; newest first on updates",
-           lambda r: "codemem {:.2f}, {}; BM25 over sessions {:.2f}, {}".format(
-               *(v for name in ("codemem", "bm25-sessions")
-                 for s in [next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")]
-                 for v in (s["hit1"], s["newest_first"])))),
-    Figure("timeline-heldout.json", "the same, held-out projects with unseen phrasings (78 questions)",
-           lambda r: "codemem {:.2f}, {}; BM25 over sessions {:.2f}, {}".format(
-               *(v for name in ("codemem", "bm25-sessions")
-                 for s in [next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")]
-                 for v in (s["hit1"], s["newest_first"])))),
+    Figure("timeline.json", "Project chat over time, dev (5 projects): session hit@1; newest first on updates; older values marked",
+           timeline),
+    Figure("timeline-heldout.json", "the same, kestrel: a held-out project written before any scoring on it",
+           timeline),
     Figure("timeline-quiet.json", "quiet on an absent subject, out of fold (565 dev questions, 48 absent)",
            lambda r: "answered kept {:.3f}, absent quiet {:.3f}".format(
                r["calibration"]["out_of_fold"]["present_kept"], r["calibration"]["out_of_fold"]["absent_quiet"])),
