@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from codemem.timeline.changes import change
+from codemem.timeline.subjects import subject_values
 
 # A value: a name, a version, a number with its unit; a few words at most, up to the first
 # word that starts a clause. Subjects likewise.
@@ -118,6 +119,9 @@ def _facts(text: str) -> tuple[Fact, ...]:
         start = len(out)
         _phrased(full, out)
         found = out[start:]
+        if "?" not in full:
+            _attached(full, out, start)
+            found = out[start:]
         if "?" in full or any(f.value and f.replaces for f in found) or (read := _changed(full)) is None:
             continue
         # The structural reading names both sides: it stands for a phrased fact of either side
@@ -151,6 +155,27 @@ def _phrased(text: str, out: list[Fact]) -> None:
                 else:
                     out.append(Fact("", "", old))
                 break
+
+
+def _attached(sentence: str, out: list[Fact], start: int) -> None:
+    """Adds to `out` (whose facts from `start` on are the sentence's) the values the sentence
+    attaches to a subject phrase (`subjects.subject_values`): a fact of the same value that
+    names no subject takes the phrase; another value is a fact of its own."""
+    for phrase, name in subject_values(sentence):
+        value, subject = _norm(name), subject_phrase(phrase)
+        if not value or not subject:
+            continue
+        same = next((k for k in range(start, len(out)) if out[k].value == value), None)
+        if same is None:
+            out.append(Fact(subject, value))
+        elif not out[same].subject:
+            out[same] = Fact(subject, value, out[same].replaces)
+
+
+def subject_phrase(phrase: str) -> str:
+    """A subject phrase as compared: each word of the normalised phrase singular ("background
+    jobs" is "background job")."""
+    return " ".join(_singular(w) for w in _norm(phrase).split())
 
 
 def _changed(sentence: str) -> Fact | None:
@@ -193,12 +218,26 @@ def subject_key(phrase: str) -> str:
     norm = _norm(phrase)
     if not norm:
         return ""
-    last = norm.split()[-1]
-    if len(last) > 3 and last.endswith("ies"):
-        return last[:-3] + "y"
-    if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
-        return last[:-1]
-    return last
+    return _singular(norm.split()[-1])
+
+
+def _singular(word: str) -> str:
+    if len(word) > 3 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def same_subject(a: str, b: str) -> bool:
+    """Whether two subjects are one: equal, or the words of the shorter end the longer ("flag"
+    and "feature flag"; "mobile app" and "web app" are two)."""
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    short, long = sorted((a.split(), b.split()), key=len)
+    return long[-len(short):] == short
 
 
 def supersedes(later: Fact, earlier: Fact) -> bool:
@@ -208,4 +247,4 @@ def supersedes(later: Fact, earlier: Fact) -> bool:
         return True
     if earlier.value and later.replaces and later.replaces == earlier.replaces and later.value != earlier.value:
         return bool(later.value)
-    return bool(earlier.subject and earlier.subject == later.subject and later.value and later.value != earlier.value)
+    return bool(same_subject(earlier.subject, later.subject) and later.value and later.value != earlier.value)
