@@ -160,7 +160,8 @@ def _phrased(text: str, out: list[Fact]) -> None:
 def _attached(sentence: str, out: list[Fact], start: int) -> None:
     """Adds to `out` (whose facts from `start` on are the sentence's) the values the sentence
     attaches to a subject phrase (`subjects.subject_values`): a fact of the same value that
-    names no subject takes the phrase; another value is a fact of its own."""
+    names no subject, or a subject the phrase ends with, takes the phrase ("the web app is X"
+    is of "web app", not of any "app"); another value is a fact of its own."""
     for phrase, name in subject_values(sentence):
         value, subject = _norm(name), subject_phrase(phrase)
         if not value or not subject:
@@ -168,7 +169,7 @@ def _attached(sentence: str, out: list[Fact], start: int) -> None:
         same = next((k for k in range(start, len(out)) if out[k].value == value), None)
         if same is None:
             out.append(Fact(subject, value))
-        elif not out[same].subject:
+        elif not out[same].subject or same_subject(out[same].subject, subject):
             out[same] = Fact(subject, value, out[same].replaces)
 
 

@@ -33,11 +33,15 @@ def subject_values(sentence: str) -> list[tuple[str, str]]:
     values in one sentence is left out (which one holds is not said)."""
     found: dict[str, str] = {}
     ambiguous: set[str] = set()
-    start = 0
+    start, pending = 0, ""
     for m in [*_CLAUSE.finditer(sentence), None]:
         end = m.start() if m is not None else len(sentence)
-        read = _clause(sentence[start:end])
+        clause = sentence[start:end]
         start = m.end() if m is not None else len(sentence)
+        read = _clause(clause)
+        if read is None and pending and (named := names_in(clause)):
+            read = pending, named[0]  # "for S, we picked X": the subject's clause stands alone
+        pending = _for_alone(clause)
         if read is None:
             continue
         subject, value = read
@@ -48,22 +52,37 @@ def subject_values(sentence: str) -> list[tuple[str, str]]:
 
 
 def _clause(clause: str) -> tuple[str, str] | None:
+    """(subject phrase, value) where `clause` opens with a subject phrase linked to a name."""
+    i, j, words = _subject_at(clause)
+    if j == i or j == len(words):
+        return None
+    if words[0].lower() != "for" and words[j].lower() not in _LINK:
+        return None
+    named = names_in(" ".join(words[j:]))
+    if not named:
+        return None
+    return " ".join(w.lower() for w in words[i:j]), named[0]
+
+
+def _for_alone(clause: str) -> str:
+    """The subject phrase of a clause that is only "for S" ("" where it is not)."""
+    i, j, words = _subject_at(clause)
+    if words and words[0].lower() == "for" and j > i and j == len(words):
+        return " ".join(w.lower() for w in words[i:j])
+    return ""
+
+
+def _subject_at(clause: str) -> tuple[int, int, list[str]]:
+    """The clause's words and where its opening subject phrase starts and ends (after a
+    leading "for" and determiners): lower-case words that start no clause, three at most."""
     words = clause.split()
-    i, lead_for = 0, False
+    i = 0
     if words and words[0].lower() == "for":
-        i, lead_for = 1, True
+        i = 1
     while i < len(words) and words[i].lower() in _DETERMINERS:
         i += 1
     j = i
     while j < len(words) and j - i < 3 and _WORD.match(words[j].lower()) and words[j].lower() not in _NOT_SUBJECT \
             and words[j].lower() not in _LINK and (words[j].islower() or j == 0):
         j += 1
-    if j == i or j == len(words):
-        return None
-    if not lead_for and words[j].lower() not in _LINK:
-        return None
-    rest = " ".join(words[j:])
-    named = names_in(rest)
-    if not named:
-        return None
-    return " ".join(w.lower() for w in words[i:j]), named[0]
+    return i, j, words
