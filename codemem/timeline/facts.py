@@ -118,17 +118,16 @@ def _facts(text: str) -> tuple[Fact, ...]:
     for full in _FULL_STOP.split(text):
         start = len(out)
         _phrased(full, out)
-        found = out[start:]
-        if "?" not in full:
-            _attached(full, out, start)
-            found = out[start:]
-        if "?" in full or any(f.value and f.replaces for f in found) or (read := _changed(full)) is None:
+        if "?" in full:
             continue
-        # The structural reading names both sides: it stands for a phrased fact of either side
-        # (a drop of what it replaces, a value without it), whose subject it keeps.
-        same = [f for f in found if f.replaces == read.replaces or f.value == read.value]
-        subject = read.subject or next((f.subject for f in same if f.subject), "")
-        out[start:] = [f for f in found if f not in same] + [Fact(subject, read.value, read.replaces)]
+        found = out[start:]
+        if not any(f.value and f.replaces for f in found) and (read := _changed(full)) is not None:
+            # The structural reading names both sides: it stands for a phrased fact of either
+            # side (a drop of what it replaces, a value without it), whose subject it keeps.
+            same = [f for f in found if f.replaces == read.replaces or f.value == read.value]
+            subject = read.subject or next((f.subject for f in same if f.subject), "")
+            out[start:] = [f for f in found if f not in same] + [Fact(subject, read.value, read.replaces)]
+        _attached(full, out, start)
     return tuple(dict.fromkeys(out))
 
 
@@ -161,16 +160,19 @@ def _attached(sentence: str, out: list[Fact], start: int) -> None:
     """Adds to `out` (whose facts from `start` on are the sentence's) the values the sentence
     attaches to a subject phrase (`subjects.subject_values`): a fact of the same value that
     names no subject, or a subject the phrase ends with, takes the phrase ("the web app is X"
-    is of "web app", not of any "app"); another value is a fact of its own."""
+    is of "web app", not of any "app"); another value is a fact of its own, unless it is what
+    a fact of the sentence replaces or the subject already has a value there."""
     for phrase, name in subject_values(sentence):
         value, subject = _norm(name), subject_phrase(phrase)
-        if not value or not subject:
+        if not value or not subject or any(f.replaces == value for f in out[start:]):
             continue
-        same = next((k for k in range(start, len(out)) if out[k].value == value), None)
-        if same is None:
+        same = next((k for k in range(start, len(out)) if out[k].value.split()[: len(value.split())] == value.split()),
+                    None)
+        if same is not None:
+            if not out[same].subject or same_subject(out[same].subject, subject):
+                out[same] = Fact(subject, out[same].value, out[same].replaces)
+        elif not any(same_subject(f.subject, subject) for f in out[start:]):
             out.append(Fact(subject, value))
-        elif not out[same].subject or same_subject(out[same].subject, subject):
-            out[same] = Fact(subject, value, out[same].replaces)
 
 
 def subject_phrase(phrase: str) -> str:
