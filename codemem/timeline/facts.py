@@ -11,6 +11,10 @@ another value, or one whose value it names as replaced.
 A sentence none of these phrasings reads as a replacement is read by its structure
 (`changes.py`: a marker of the replaced value and names on both sides), so that a change said
 in other words ("migrated S off X and onto Y", "S runs on Y these days, not X") is one too.
+A clause that opens with a subject phrase linked to a name (`subjects.py`: "so background
+jobs are on Y as of this week") states that subject's value, keyed by the whole phrase, so
+that a later session's other name for the same subject replaces it though it never names
+the old value; a subject is the same where the shorter phrase ends the longer.
 """
 
 from __future__ import annotations
