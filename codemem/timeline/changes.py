@@ -219,3 +219,16 @@ def _value_before(tokens: list[_Tok], offset: int) -> tuple[str, int, bool] | No
     while k > 0 and before[k - 1].name and before[k].joined:
         k -= 1
     return _phrase_at(tokens, before[k].start)
+
+
+def names_in(text: str) -> list[str]:
+    """The names `text` holds (runs of names, a number with its unit), in order; its first
+    word counts as one only where it is written like a name inside a sentence."""
+    tokens = _tokens(text)
+    out: list[str] = []
+    end = -1
+    for t in tokens:
+        if t.start >= end and t.name and (found := _phrase_at(tokens, t.start)) is not None:
+            out.append(found[0])
+            end = found[1]
+    return out

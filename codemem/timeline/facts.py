@@ -11,6 +11,10 @@ another value, or one whose value it names as replaced.
 A sentence none of these phrasings reads as a replacement is read by its structure
 (`changes.py`: a marker of the replaced value and names on both sides), so that a change said
 in other words ("migrated S off X and onto Y", "S runs on Y these days, not X") is one too.
+A clause that opens with a subject phrase linked to a name (`subjects.py`: "so background
+jobs are on Y as of this week") states that subject's value, keyed by the whole phrase, so
+that a later session's other name for the same subject replaces it though it never names
+the old value; a subject is the same where the shorter phrase ends the longer.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from codemem.timeline.changes import change
+from codemem.timeline.subjects import subject_values
 
 # A value: a name, a version, a number with its unit; a few words at most, up to the first
 # word that starts a clause. Subjects likewise.
@@ -117,14 +122,16 @@ def _facts(text: str) -> tuple[Fact, ...]:
     for full in _FULL_STOP.split(text):
         start = len(out)
         _phrased(full, out)
-        found = out[start:]
-        if "?" in full or any(f.value and f.replaces for f in found) or (read := _changed(full)) is None:
+        if "?" in full:
             continue
-        # The structural reading names both sides: it stands for a phrased fact of either side
-        # (a drop of what it replaces, a value without it), whose subject it keeps.
-        same = [f for f in found if f.replaces == read.replaces or f.value == read.value]
-        subject = read.subject or next((f.subject for f in same if f.subject), "")
-        out[start:] = [f for f in found if f not in same] + [Fact(subject, read.value, read.replaces)]
+        found = out[start:]
+        if not any(f.value and f.replaces for f in found) and (read := _changed(full)) is not None:
+            # The structural reading names both sides: it stands for a phrased fact of either
+            # side (a drop of what it replaces, a value without it), whose subject it keeps.
+            same = [f for f in found if f.replaces == read.replaces or f.value == read.value]
+            subject = read.subject or next((f.subject for f in same if f.subject), "")
+            out[start:] = [f for f in found if f not in same] + [Fact(subject, read.value, read.replaces)]
+        _attached(full, out, start)
     return tuple(dict.fromkeys(out))
 
 
@@ -151,6 +158,31 @@ def _phrased(text: str, out: list[Fact]) -> None:
                 else:
                     out.append(Fact("", "", old))
                 break
+
+
+def _attached(sentence: str, out: list[Fact], start: int) -> None:
+    """Adds to `out` (whose facts from `start` on are the sentence's) the values the sentence
+    attaches to a subject phrase (`subjects.subject_values`): a fact of the same value that
+    names no subject, or a subject the phrase ends with, takes the phrase ("the web app is X"
+    is of "web app", not of any "app"); another value is a fact of its own, unless it is what
+    a fact of the sentence replaces or the subject already has a value there."""
+    for phrase, name in subject_values(sentence):
+        value, subject = _norm(name), subject_phrase(phrase)
+        if not value or not subject or any(f.replaces == value for f in out[start:]):
+            continue
+        same = next((k for k in range(start, len(out)) if out[k].value.split()[: len(value.split())] == value.split()),
+                    None)
+        if same is not None:
+            if not out[same].subject or same_subject(out[same].subject, subject):
+                out[same] = Fact(subject, out[same].value, out[same].replaces)
+        elif not any(same_subject(f.subject, subject) for f in out[start:]):
+            out.append(Fact(subject, value))
+
+
+def subject_phrase(phrase: str) -> str:
+    """A subject phrase as compared: each word of the normalised phrase singular ("background
+    jobs" is "background job")."""
+    return " ".join(_singular(w) for w in _norm(phrase).split())
 
 
 def _changed(sentence: str) -> Fact | None:
@@ -193,12 +225,26 @@ def subject_key(phrase: str) -> str:
     norm = _norm(phrase)
     if not norm:
         return ""
-    last = norm.split()[-1]
-    if len(last) > 3 and last.endswith("ies"):
-        return last[:-3] + "y"
-    if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
-        return last[:-1]
-    return last
+    return _singular(norm.split()[-1])
+
+
+def _singular(word: str) -> str:
+    if len(word) > 3 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def same_subject(a: str, b: str) -> bool:
+    """Whether two subjects are one: equal, or the words of the shorter end the longer ("flag"
+    and "feature flag"; "mobile app" and "web app" are two)."""
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    short, long = sorted((a.split(), b.split()), key=len)
+    return long[-len(short):] == short
 
 
 def supersedes(later: Fact, earlier: Fact) -> bool:
@@ -208,4 +254,4 @@ def supersedes(later: Fact, earlier: Fact) -> bool:
         return True
     if earlier.value and later.replaces and later.replaces == earlier.replaces and later.value != earlier.value:
         return bool(later.value)
-    return bool(earlier.subject and earlier.subject == later.subject and later.value and later.value != earlier.value)
+    return bool(same_subject(earlier.subject, later.subject) and later.value and later.value != earlier.value)

@@ -15,7 +15,7 @@ from codemem.timeline.index import DialogueIndex, facts_metadata
 
 def test_a_change_is_read_from_its_marker_and_the_names_around_it() -> None:
     assert facts("Rolled the linter off Flake8 and onto Ruff last week.") == [Fact("linter", "ruff", "flake8")]
-    assert facts("Kim: the event bus sits on Kafka now, not RabbitMQ.") == [Fact("", "kafka", "rabbitmq")]
+    assert facts("Kim: the event bus sits on Kafka now, not RabbitMQ.") == [Fact("event bus", "kafka", "rabbitmq")]
     assert facts("We dropped Sentry; GlitchTip reports our errors from now on.") == [Fact("", "glitchtip", "sentry")]
     assert facts("Base image bumped from python:3.11 to python:3.12 for the workers.") == [
         Fact("worker", "python:3.12", "python:3.11")]
