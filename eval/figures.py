@@ -226,7 +226,7 @@ FIGURES: tuple[Figure, ...] = (
                  for name in ("codemem", "bm25-turns")))),
     Figure("timeline.json", "Project chat over time, dev (5 projects): session hit@1; newest first on updates; older values marked",
            timeline),
-    Figure("timeline-heldout.json", "the same, kestrel: a held-out project written before any scoring on it",
+    Figure("timeline-heldout.json", "the same, held out: osprey and wren, written independently of the code before any scoring on them",
            timeline),
     Figure("timeline-quiet.json", "quiet on an absent subject, out of fold (565 dev questions, 48 absent)",
            lambda r: "answered kept {:.3f}, absent quiet {:.3f}".format(

@@ -80,10 +80,10 @@ class TurnConfig:
     # fixtures' dev projects and LoCoMo dev), the threshold by Youden's J on out-of-fold
     # probabilities, one project or conversation held out at a time
     # (`python -m eval.quality.timeline --calibrate`, eval/results/timeline-quiet.json).
-    quiet_bias: float = -14.2132
-    quiet_cosine: float = 29.9477
-    quiet_coverage: float = 8.5626
-    quiet_below: float = 0.4239
+    quiet_bias: float = -14.8401
+    quiet_cosine: float = 31.8679
+    quiet_coverage: float = 6.4242
+    quiet_below: float = 0.7364
     quiet_turns: int = 3
     coverage_turns: int = 10  # the best turns `coverage` reads
 

@@ -7,8 +7,10 @@ Deterministic (seeded). Each project has subjects (a migration tool, a host, a t
 whose value changes in later sessions, each statement phrased by one of several templates;
 beacon and marigold use templates of their own, none shared with the others, so that a pattern
 written for the first three projects' phrasings was not scored on them; once supersession was
-developed against them too, they joined the dev split. The held-out project, kestrel
-(`kestrel.json`), is not written here: it was written separately, before any scoring on it. Other turns are the talk of a
+developed against them too, they joined the dev split. kestrel (`kestrel.json`), written
+separately as held-out, joined it after it was scored once and developed against. The held-out
+projects, osprey and wren, are not written here either: they were written by someone who had
+read neither the code nor the other fixtures, before any scoring on them. Other turns are the talk of a
 team (reviews, people, incidents) and share words with the questions. Question kinds:
 `update` (the current value: the answer is in the newest session that states one; `related`
 lists every session that stated a value), `when` (the date of a change, some said as
