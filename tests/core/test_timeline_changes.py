@@ -4,13 +4,12 @@ words the statement itself was said in."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from codemem.contract.types import AddRequest, Message, SearchRequest
+from codemem.contract.types import SearchRequest
 from codemem.memory import Memory
 from codemem.timeline.changes import Change, change
 from codemem.timeline.facts import Fact, facts
-from codemem.timeline.index import DialogueIndex, facts_metadata
+from codemem.timeline.index import DialogueIndex
+from tests.chat import add_chat, fact_card, ms
 
 
 def test_a_change_is_read_from_its_marker_and_the_names_around_it() -> None:
@@ -34,15 +33,6 @@ def test_no_change_without_a_name_on_either_side() -> None:
     assert facts("Did we move off Flake8 and onto Ruff?") == []
 
 
-def _ms(day: str) -> int:
-    return int(datetime.fromisoformat(f"{day}T10:00:00+00:00").timestamp() * 1000)
-
-
-def _add(memory: Memory, user: str, sessions: list[tuple[str, str, list[str]]]) -> None:
-    for sid, day, texts in sessions:
-        start = _ms(day)
-        memory.add(AddRequest(f"{sid}-0", user, sid, [Message("user" if i % 2 == 0 else "assistant", text, start + i * 60_000)
-                                                      for i, text in enumerate(texts)]))
 
 
 CHAT = [
@@ -57,7 +47,7 @@ CHAT = [
 
 
 def test_a_statement_is_superseded_by_a_later_change_that_names_its_value(memory: Memory) -> None:
-    _add(memory, "chat", CHAT)
+    add_chat(memory, "chat", CHAT)
     hits = memory.search(SearchRequest(user_id="chat", query="Are we still on Jenkins for nightly builds?", top_k=10))
     assert hits[0].session_id == "week3" and "Buildkite" in str(hits[0].content)
     old = next(h for h in hits if "happen on Jenkins" in str(h.content))
@@ -66,32 +56,27 @@ def test_a_statement_is_superseded_by_a_later_change_that_names_its_value(memory
 
 
 def test_a_name_said_again_without_a_new_value_supersedes_nothing(memory: Memory) -> None:
-    _add(memory, "chat", CHAT)
+    add_chat(memory, "chat", CHAT)
     hits = memory.search(SearchRequest(user_id="chat", query="Who set up the staging box for the demo?", top_k=10))
     staging = next(h for h in hits if "staging box" in str(h.content))
     assert "superseded_by" not in staging.metadata
 
 
-def _card(key: str, day: str, texts: list[str]) -> dict[str, object]:
-    ms = _ms(day)
-    return {"session_key": key, "session_id": key, "timestamp": ms,
-            "metadata": {"conversation": True, "facts": facts_metadata(texts, [ms] * len(texts))}}
-
 
 def test_the_index_finds_a_named_value_replaced_and_the_chain_that_follows() -> None:
     index = DialogueIndex()
-    index.put([_card("a", "2025-02-03", ["Tickets live in Trac, it is old but fine."]),
-               _card("b", "2025-02-10", ["Tickets moved off Trac and onto Redmine over the weekend."]),
-               _card("c", "2025-02-17", ["Redmine was slow, so the tickets went from Redmine to YouTrack."]),
-               _card("d", "2025-02-24", ["Mira is out on Friday; Trac screenshots are in the wiki."])])
-    found = index.replaced_named("Tickets live in Trac, it is old but fine.", _ms("2025-02-03"), "a")
+    index.put([fact_card("a", "2025-02-03", ["Tickets live in Trac, it is old but fine."]),
+               fact_card("b", "2025-02-10", ["Tickets moved off Trac and onto Redmine over the weekend."]),
+               fact_card("c", "2025-02-17", ["Redmine was slow, so the tickets went from Redmine to YouTrack."]),
+               fact_card("d", "2025-02-24", ["Mira is out on Friday; Trac screenshots are in the wiki."])])
+    found = index.replaced_named("Tickets live in Trac, it is old but fine.", ms("2025-02-03"), "a")
     assert found is not None
     first, latest = found
     assert (first.session_id, first.fact.value) == ("b", "redmine")
     assert (latest.session_id, latest.fact.value) == ("c", "youtrack")
     # Said after the change, or in the session that made it: not replaced by it.
-    assert index.replaced_named("Trac screenshots are in the wiki.", _ms("2025-02-24"), "d") is None
-    assert index.replaced_named("Tickets moved off Trac and onto Redmine.", _ms("2025-02-10"), "b") is not None  # by c
-    assert index.replaced_named("Nothing about tickets here: Tracy joined.", _ms("2025-02-03"), "a") is None
+    assert index.replaced_named("Trac screenshots are in the wiki.", ms("2025-02-24"), "d") is None
+    assert index.replaced_named("Tickets moved off Trac and onto Redmine.", ms("2025-02-10"), "b") is not None  # by c
+    assert index.replaced_named("Nothing about tickets here: Tracy joined.", ms("2025-02-03"), "a") is None
     assert [s.fact.value for s in index.current_of_named("Are we still on Trac?")] == ["youtrack"]
     assert index.current_of_named("Are we still on Jira?") == []

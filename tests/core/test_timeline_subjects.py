@@ -4,13 +4,12 @@ the same subject another name, though it never names the value it replaces."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from codemem.contract.types import AddRequest, Message, SearchRequest
+from codemem.contract.types import SearchRequest
 from codemem.memory import Memory
 from codemem.timeline.facts import Fact, facts, same_subject, supersedes
-from codemem.timeline.index import DialogueIndex, facts_metadata
+from codemem.timeline.index import DialogueIndex
 from codemem.timeline.subjects import subject_values
+from tests.chat import add_chat, fact_card, ms
 
 
 def test_a_subject_phrase_at_the_head_of_a_clause_takes_the_name_linked_to_it() -> None:
@@ -37,35 +36,21 @@ def test_subjects_are_one_where_the_shorter_ends_the_longer() -> None:
     assert not supersedes(Fact("web app", "svelte"), Fact("mobile app", "flutter"))
 
 
-def _ms(day: str) -> int:
-    return int(datetime.fromisoformat(f"{day}T10:00:00+00:00").timestamp() * 1000)
-
-
-def _card(key: str, day: str, texts: list[str]) -> dict[str, object]:
-    ms = _ms(day)
-    return {"session_key": key, "session_id": key, "timestamp": ms,
-            "metadata": {"conversation": True, "facts": facts_metadata(texts, [ms] * len(texts))}}
 
 
 def test_the_index_chains_statements_of_one_subject_across_sessions() -> None:
     index = DialogueIndex()
-    index.put([_card("a", "2025-03-03", ["The heartbeat interval is 20 seconds, tuned by hand."]),
-               _card("b", "2025-03-10", ["Pings were too chatty, so the heartbeat interval is 45 seconds from today."]),
-               _card("c", "2025-03-17", ["The web app is on SvelteKit; it ships next week."]),
-               _card("d", "2025-03-24", ["Battery drain was bad, so the heartbeat interval is 90 seconds now."])])
-    found = index.superseded(Fact("heartbeat interval", "20 seconds"), _ms("2025-03-03"), "a")
+    index.put([fact_card("a", "2025-03-03", ["The heartbeat interval is 20 seconds, tuned by hand."]),
+               fact_card("b", "2025-03-10", ["Pings were too chatty, so the heartbeat interval is 45 seconds from today."]),
+               fact_card("c", "2025-03-17", ["The web app is on SvelteKit; it ships next week."]),
+               fact_card("d", "2025-03-24", ["Battery drain was bad, so the heartbeat interval is 90 seconds now."])])
+    found = index.superseded(Fact("heartbeat interval", "20 seconds"), ms("2025-03-03"), "a")
     assert found is not None
     first, latest = found
     assert (first.session_id, first.fact.value) == ("b", "45 seconds")
     assert (latest.session_id, latest.fact.value) == ("d", "90 seconds")
-    assert index.superseded(Fact("web app", "sveltekit"), _ms("2025-03-17"), "c") is None
+    assert index.superseded(Fact("web app", "sveltekit"), ms("2025-03-17"), "c") is None
 
-
-def _add(memory: Memory, user: str, sessions: list[tuple[str, str, list[str]]]) -> None:
-    for sid, day, texts in sessions:
-        start = _ms(day)
-        memory.add(AddRequest(f"{sid}-0", user, sid, [Message("user" if i % 2 == 0 else "assistant", text, start + i * 60_000)
-                                                      for i, text in enumerate(texts)]))
 
 
 CHAT = [
@@ -80,7 +65,7 @@ CHAT = [
 
 
 def test_a_statement_is_superseded_by_a_later_name_for_its_subject(memory: Memory) -> None:
-    _add(memory, "chat", CHAT)
+    add_chat(memory, "chat", CHAT)
     hits = memory.search(SearchRequest(user_id="chat", query="What schedules the nightly export now?", top_k=10))
     assert hits[0].session_id == "late" and "Dagster" in str(hits[0].content)
     old = next(h for h in hits if "schedule Airflow" in str(h.content))
