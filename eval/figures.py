@@ -112,6 +112,10 @@ def absent_tokens(system: str) -> Callable[[Result], str]:
     return read
 
 
+# How the past-fix and training files name hit@1, hit@5 and MRR (the replay's say "hit1", "hit5").
+AT_KEYS = ("hit@1", "hit@5", "mrr")
+
+
 def scores(s: Result, keys: tuple[str, str, str] = ("hit1", "hit5", "mrr")) -> str:
     return f"hit@1 {f2(s[keys[0]])}, hit@5 {f2(s[keys[1]])}, MRR {f3(s[keys[2]])}"
 
@@ -182,32 +186,32 @@ FIGURES: tuple[Figure, ...] = (
     Figure("relevance_cv.json", "what ships (DEFAULT_SEARCH, fitted on all 62 tasks of an earlier ingest)",
            lambda r: scores(r["default_search"]["noisy-all"]), "in-sample"),
     Figure("fusion_train_cv.json", "training: the fusion's knobs fitted on the other repositories' queries (170 with related sessions)",
-           lambda r: scores(r["held_out"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["held_out"], AT_KEYS)),
     Figure("fusion_train_cv.json", "training: the same, fitted on all of them",
-           lambda r: scores(r["in_sample"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["in_sample"], AT_KEYS)),
     Figure("fusion_train_cv.json", "training: the shipped fusion (fitted on the 62 dev tasks) on the same queries",
-           lambda r: scores(r["default_search"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["default_search"], AT_KEYS)),
     Figure("ceiling.json", "weighted RRF of every ranking, weights searched on the 62 tasks",
            lambda r: scores(r["fusion_in_sample"]), "in-sample"),
     Figure("ceiling.json", "the same, weights searched on one repository, scored on the other",
            lambda r: scores(r["fusion_held_out_by_repo"])),
     # Past fixes in git histories: 21 bug reports over 5 repositories.
     Figure("past_fixes.json", "codemem, shipped knobs (chosen on 118 training tasks)",
-           lambda r: scores(r["summary"]["codemem"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["summary"]["codemem"], AT_KEYS)),
     Figure("past_fixes.json", "BM25 over message + diff, same run",
-           lambda r: scores(r["summary"]["bm25_message_diff"], ("hit@1", "hit@5", "mrr")), "validation"),
+           lambda r: scores(r["summary"]["bm25_message_diff"], AT_KEYS), "validation"),
     Figure("past_fixes_cv.json", "the same procedure on these 21: knobs chosen on the other dev repositories (re-fusion)",
-           lambda r: scores(r["held_out"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["held_out"], AT_KEYS)),
     Figure("past_fixes_cv.json", "the same, all four knobs in one grid (re-fusion)",
-           lambda r: scores(r["held_out_joint"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["held_out_joint"], AT_KEYS)),
     Figure("past_fixes_cv.json", "the knobs fitted on these 21 (re-fusion)",
-           lambda r: scores(r["in_sample"], ("hit@1", "hit@5", "mrr")), "in-sample"),
+           lambda r: scores(r["in_sample"], AT_KEYS), "in-sample"),
     Figure("past_fixes_train_cv.json", "training: 118 past-fix tasks of 6 public repositories, knobs chosen on the other 5 (re-fusion)",
-           lambda r: scores(r["held_out"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["held_out"], AT_KEYS)),
     Figure("past_fixes_train_cv.json", "training: the shipped knobs, fitted on all 118 (re-fusion)",
-           lambda r: scores(r["shipped"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["shipped"], AT_KEYS)),
     Figure("past_fixes_train_cv.json", "training: without the commit rankings (re-fusion)",
-           lambda r: scores(r["without_commit_signals"], ("hit@1", "hit@5", "mrr"))),
+           lambda r: scores(r["without_commit_signals"], AT_KEYS)),
     Figure("past_fixes-import-ripgrep.json", "import of ripgrep's history on a new store",
            lambda r: f"{r['repos']['ripgrep']['added']:,} changes in {r['repos']['ripgrep']['import_s']} s "
                      f"({r['repos']['ripgrep']['added_per_s']} changes/s)"),
