@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -119,15 +119,17 @@ def fit_fusion(cases: Sequence[Case], gold_keys: dict[str, set[str]]) -> tuple[S
 
 
 def fit_floor(cases: Sequence[Case], config: SearchConfig, gold_keys: dict[str, set[str]], room: int) -> float:
+    """`lossless_floor` of the fused rankings of `cases`."""
+    return lossless_floor([(ranking(c, config)[1], gold_keys[c.task.instance_id]) for c in cases], room)
+
+
+def lossless_floor(scored: Sequence[tuple[dict[str, float], Collection[str]]], room: int) -> float:
     """FLOOR_MARGIN times the largest floor that loses no gold experience found without one
-    among the first `room` experiences (as many as an answer's budget can hold)."""
+    among the first `room` experiences (as many as an answer's budget can hold); `scored`
+    holds each query's fused scores and its gold sessions."""
     def found(floor: float) -> int:
-        n = 0
-        for c in cases:
-            _, scores = ranking(c, config)
-            groups = group_by_session([], scores, lambda k: k, room, floor)
-            n += any(g.session_key in gold_keys[c.task.instance_id] for g in groups)
-        return n
+        return sum(any(g.session_key in gold for g in group_by_session([], scores, lambda k: k, room, floor))
+                   for scores, gold in scored)
 
     base = found(0.0)
     return round(FLOOR_MARGIN * max((f for f in FLOORS if found(f) >= base), default=0.0), 3)

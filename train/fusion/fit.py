@@ -8,10 +8,9 @@ sessions that `train.ranker.build_data` records, never from an evaluation set.
 
 The steps are `eval.replay.relevance_cv`'s, on the training queries instead of the dev tasks:
 the grid (`relevance_cv.GRID`) by MRR then hit@1 of the queries with related sessions in
-memory, a query's gold being its highest-graded related sessions; the floor as
-`relevance_cv.FLOOR_MARGIN` times the largest floor that loses none of their gold sessions
-found among an answer's first `ROOM`; the calibration's logistic regression over the first
-`relevance_cv.CALIBRATION_DEPTH` sessions of every query (those with nothing related in memory
+memory, a query's gold being its highest-graded related sessions; the floor by
+`relevance_cv.lossless_floor` over an answer's first `ROOM`; the calibration's logistic
+regression over the first `relevance_cv.CALIBRATION_DEPTH` sessions of every query (those with nothing related in memory
 too: all their rows are "not gold"), its penalty chosen by an inner split. The quiet threshold
 is the one answers cannot give here (the replay's memory is not kept, so no answer's tokens
 can be counted): the calibrated relevance that best tells a query whose first session is gold
@@ -33,18 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from codemem.ranking.assemble import group_by_session
 from codemem.ranking.recipes import DEFAULT_SEARCH, SearchConfig
 from codemem.ranking.relevance import SessionSignals, features, fuse, relevance, runner_up
 from eval._paths import RESULTS
 from eval._provenance import provenance, write_result
 from eval.replay.relevance_cv import (
     CALIBRATION_DEPTH,
-    FLOOR_MARGIN,
-    FLOORS,
     GRID,
     PATHS,
     fit_calibration,
+    lossless_floor,
 )
 from train.ranker.build_data import signals_from
 
@@ -100,15 +97,7 @@ def fit_fusion(queries: Sequence[Query]) -> SearchConfig:
 
 
 def fit_floor(queries: Sequence[Query], config: SearchConfig) -> float:
-    def found(floor: float) -> int:
-        n = 0
-        for q in queries:
-            _, scores = order(q, config)
-            n += any(g.session_key in q.gold for g in group_by_session([], scores, lambda k: k, ROOM, floor))
-        return n
-
-    base = found(0.0)
-    return round(FLOOR_MARGIN * max((f for f in FLOORS if found(f) >= base), default=0.0), 3)
+    return lossless_floor([(order(q, config)[1], q.gold) for q in queries], ROOM)
 
 
 def calibration_rows(queries: Sequence[Query], config: SearchConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
