@@ -37,6 +37,7 @@ from codemem.git.facts import pr_number
 from codemem.importers.git import ingest_git
 from codemem.memory import Memory
 from eval._paths import SHARED_DATA
+from train.data import refuse_evaluation_data
 
 DATA = SHARED_DATA / "swe-verified-reuse" / "tasks.jsonl"
 # The repositories of the data whose history the search tool could fetch (django, matplotlib
@@ -45,8 +46,7 @@ MIRRORS = {"sphinx-doc/sphinx": "sphinx-doc+sphinx", "pytest-dev/pytest": "pytes
            "pydata/xarray": "pydata+xarray", "pylint-dev/pylint": "pylint-dev+pylint",
            "astropy/astropy": "astropy+astropy", "sympy/sympy": "sympy+sympy"}
 MARGIN = 300  # changes above the newest and below the oldest gold change
-# Refused whatever the command line says: the validation sets, and the held-out checks' repositories.
-EXCLUDED = ("swe-contextbench-lite", "past-fixes-dev", "locomo-dev")
+# Never fetched: the held-out checks' repositories.
 HELD_OUT = ("gin-gonic/gin", "sharkdp/bat", "jqlang/jq", "axios/axios", "psf/requests", "pallets/flask")
 
 
@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    if any(name in str(args.data) for name in EXCLUDED):
-        raise SystemExit(f"refusing {args.data}: a validation set is never training data")
+    refuse_evaluation_data(args.data)
     tasks = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
     out_tasks: list[dict[str, Any]] = []

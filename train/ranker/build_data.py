@@ -45,11 +45,10 @@ from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
 from eval._paths import SHARED_DATA
+from train.data import refuse_evaluation_data
 
 DATA = SHARED_DATA / "swe-verified-reuse"
 TRAJECTORIES = "swebench_results/20251118_gemini-3-pro-74pct/trajs"
-# Refused as inputs whatever the command line says: the validation sets.
-EXCLUDED = ("swe-contextbench-lite", "past-fixes-dev", "locomo-dev")
 USER = "train"
 CHUNK = 34  # messages per Add, as the evaluation's replay sends them
 CARD_COLUMNS = ("session_key", "text", "refs", "metadata")
@@ -59,8 +58,7 @@ TASK_END = "</pr_description>"
 def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
     """Tasks by repository in `number` order, and each linked task's labels (instance id ->
     2 same_function, 1 same_file)."""
-    if any(name in str(data) for name in EXCLUDED):
-        raise SystemExit(f"{data} is an evaluation set: never train on it")
+    refuse_evaluation_data(data)
     by_repo: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in (data / "tasks.jsonl").read_text().splitlines():
         task = json.loads(line)
