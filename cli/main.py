@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from cli import subcommands
-from codemem.config import MCP_HTTP_PORT, Settings, agent_defaults
+from codemem.config import MCP_HTTP_PORT, SettingError, Settings, agent_defaults
 
 _AGE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -155,17 +155,27 @@ def main(argv: list[str] | None = None) -> int:
     return dispatch(build_parser().parse_args(argv))
 
 
+# The settings paths the flags set, by flag.
+FLAGS = {"--data-dir": "storage.data_dir", "--host": "server.host", "--port": "server.port", "--workers": "server.workers"}
+# The exit status of a command given something it cannot use (argparse's own).
+USAGE_ERROR = 2
+
+
 def dispatch(args: argparse.Namespace) -> int:
-    """Run the subcommand `args` names, with its settings."""
+    """Run the subcommand `args` names, with its settings. A setting that cannot be used (a
+    variable or a flag; read here or by the subcommand, as `serve` reads its MemoryArena
+    variables) is one line on stderr naming it, its value and what it may hold, and exit 2."""
     defaults: dict[str, object] = agent_defaults() if getattr(args, "agent", False) else {}
     if args.command == "mcp":
         defaults["server.port"] = MCP_HTTP_PORT
-    settings = Settings.from_env(defaults=defaults, overrides={
-        "storage.data_dir": args.data_dir, "server.host": getattr(args, "host", None),
-        "server.port": getattr(args, "port", None), "server.workers": getattr(args, "workers", None),
-    })
     try:
+        settings = Settings.from_env(defaults=defaults, overrides={
+            path: getattr(args, flag[2:].replace("-", "_"), None) for flag, path in FLAGS.items()})
         return int(args.handler(settings, args) or 0)
+    except SettingError as exc:
+        source = next((flag for flag, path in FLAGS.items() if path == exc.source), exc.source)
+        print(f"codemem: {source}={exc.value}: {exc.allowed}" if source.startswith("--") else f"codemem: {exc}",
+              file=sys.stderr)
+        return USAGE_ERROR
     except KeyboardInterrupt:
         return 130
-

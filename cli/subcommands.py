@@ -34,7 +34,10 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from api.app import create_app
     from api.logs import log_config, prepare_workers
+    from api.memoryarena import MemoryArenaSettings
     from cli import local_server
+
+    memoryarena = MemoryArenaSettings.from_env()  # read before serving: a bad value stops here, in every worker's stead
 
     print(f"codemem serving on http://{settings.server.host}:{settings.server.port} (data: {settings.storage.data_dir}, "
           f"workers: {settings.server.workers}, auth: {'API key' if settings.server.api_key else 'open'})", file=sys.stderr)
@@ -42,7 +45,7 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
               "access_log": False, "timeout_graceful_shutdown": 30}
     with local_server.announced(settings):  # `codemem search` uses this server while it runs
         if settings.server.workers <= 1:
-            uvicorn.run(create_app(settings), **common)
+            uvicorn.run(create_app(settings, memoryarena=memoryarena), **common)
         else:
             prepare_workers(settings)
             uvicorn.run("api.app:create_app", factory=True, workers=settings.server.workers, **common)

@@ -9,6 +9,7 @@ configuration table lists them (a test keeps the two in step).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -17,6 +18,19 @@ from codemem.ranking.search_config import ConfigTree, SearchConfig
 
 MCP_HTTP_PORT = 8765
 LOG_FORMATS = ("json", "text")
+
+
+class SettingError(ValueError):
+    """A setting that cannot be used: `source` names where it came from (a `CODEMEM_*`
+    variable, or a settings path a command-line flag set), `value` is what it held and
+    `allowed` says what it may hold. Its text is the one line a person reads."""
+
+    def __init__(self, source: str, value: object, allowed: str) -> None:
+        # A part's own check names its field ("Server.port must be ..."): the source says it.
+        allowed = re.sub(r"^[\w.]+ (?=must )", "", allowed)
+        self.source, self.value, self.allowed = source, value, allowed
+        shown = repr(value) if isinstance(value, str) else str(value)
+        super().__init__(f"{source}={shown}: {allowed}")
 
 
 def default_data_dir(environ: Mapping[str, str] | None = None) -> str:
@@ -200,14 +214,22 @@ class Settings(ConfigTree):
                  overrides: Mapping[str, object] | None = None) -> Settings:
         """The defaults (`defaults`, by path, over the tree's own), then the `CODEMEM_*`
         variables set in `environ` (default: the process's), then `overrides` (by path) that are
-        not None. A variable that cannot be read or is out of range names itself in the error."""
+        not None. A variable that cannot be read or is out of range is a `SettingError` naming
+        it, its value and what it may hold; an override out of range names its path."""
         settings = cls().replace({"storage.data_dir": default_data_dir(environ), **(defaults or {})})
         for name, (path, value) in read_variables(VARIABLES, environ).items():
             try:
                 settings = settings.replace({path: value})
             except ValueError as exc:
-                raise ValueError(f"{name}={value!r}: {exc}") from exc
-        return settings.replace({k: v for k, v in (overrides or {}).items() if v is not None})
+                raise SettingError(name, value, str(exc)) from exc
+        for path, value in (overrides or {}).items():
+            if value is None:
+                continue
+            try:
+                settings = settings.replace({path: value})
+            except ValueError as exc:
+                raise SettingError(path, value, str(exc)) from exc
+        return settings
 
     def to_env(self) -> dict[str, str]:
         """These settings as `CODEMEM_*` variables, for worker processes to read back."""
@@ -235,7 +257,8 @@ def _flag(raw: str) -> bool:
 
 
 # What each parser reads, for the error a value it cannot read gets.
-PARSERS: dict[Parser, str] = {str: "str", int: "int", float: "float", _flag: "bool"}
+PARSERS: dict[Parser, str] = {str: "text", int: "a whole number (int)", float: "a number (float)",
+                              _flag: "a bool: true or false (also 1/0, yes/no, on/off)"}
 
 
 @dataclass(frozen=True)
@@ -254,7 +277,7 @@ def show(value: object) -> str:
 def read_variables(variables: Mapping[str, Variable], environ: Mapping[str, str] | None = None,
                    ) -> dict[str, tuple[str, object]]:
     """Each variable of `variables` set (not empty) in `environ` (default: the process's), as
-    its path and parsed value; a value its parser cannot read raises ValueError naming it."""
+    its path and parsed value; a value its parser cannot read is a `SettingError` naming it."""
     env = os.environ if environ is None else environ
     found: dict[str, tuple[str, object]] = {}
     for name, var in variables.items():
@@ -264,7 +287,7 @@ def read_variables(variables: Mapping[str, Variable], environ: Mapping[str, str]
         try:
             found[name] = (var.path, var.parse(raw))
         except ValueError as exc:
-            raise ValueError(f"{name}={raw!r} is not a valid {PARSERS.get(var.parse, 'value')}") from exc
+            raise SettingError(name, raw, f"must be {PARSERS.get(var.parse, 'another value')}") from exc
     return found
 
 
