@@ -91,7 +91,7 @@ def ingest_git(
     report.unchanged = sum(1 for sha in line if sha in known)
     report.sources = report.unchanged
     todo = len(line) - report.unchanged
-    bar = tqdm(desc="commits", unit="commit", total=todo, disable=not progress)
+    bar = tqdm(desc="commits", unit="commit", total=todo, disable=not progress or not todo)  # no bar for no work
     records = iter_changes(repo, since=since, max_commits=max_commits, known=known, skipped=report.skipped_commits)
     with contextlib.ExitStack() as stack:
         if todo >= _PROCESS_FROM:

@@ -64,7 +64,7 @@ def ingest_transcripts(memory: Memory, paths: list[str], user_id: str, chunk: in
     report = IngestReport()
     files = list(transcript_paths(paths))
     total = None if any(tarfile.is_tarfile(p) for p in files) else len(files)  # an archive holds many
-    bar = tqdm(desc="transcripts", unit="session", total=total, disable=not progress)
+    bar = tqdm(desc="transcripts", unit="session", total=total, disable=not progress or not files)
     for name, transcript in iter_transcripts(paths):
         report.sources += 1
         report.skipped_lines += transcript.skipped_lines

@@ -319,3 +319,12 @@ def test_a_card_without_a_task_keeps_its_vector_until_the_session_goes_quiet(mem
     assert memory.refresher.pending == 1
     memory.add(AddRequest("m-4", "dev", "mid-stream", [Message("user", "Please fix the header parser crash")]))
     assert memory.refresher.pending == 0
+
+
+def test_a_progress_bar_is_shown_only_while_there_is_work(memory: Memory, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    _repo(tmp_path / "repo")
+    ingest_git(memory, str(tmp_path / "repo"), "dev")
+    assert "3/3" in capsys.readouterr().err  # the first import shows its bar
+    assert ingest_git(memory, str(tmp_path / "repo"), "dev").unchanged == 3
+    assert "commit" not in capsys.readouterr().err  # a re-import with nothing new: no empty "0commit" bar
