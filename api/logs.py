@@ -1,4 +1,5 @@
-"""Structured logs: one JSON object a line, and never memory content, user ids or keys.
+"""Logs: one JSON object a line for a collector, one readable line in a terminal
+(`log_format`), and never memory content, user ids or keys.
 
 Uvicorn's own access log prints the raw path (`/users/{user_id}` with the id in it) and the
 query string; it is replaced by `access_log`, which writes the route template, the status
@@ -10,10 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -58,11 +60,23 @@ class TextFormatter(logging.Formatter):
         return f"{head} {extras}{sep}{tail}"
 
 
+def log_format(setting: str, stream: TextIO | None = None) -> str:
+    """"json" or "text": the setting, or for "auto" text where `stream` (stderr) is a
+    terminal, a person reading it, and json where it goes to a file or a collector."""
+    if setting != "auto":
+        return setting
+    stream = stream or sys.stderr
+    try:
+        return "text" if stream.isatty() else "json"
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return "json"
+
+
 def log_config(settings: Settings) -> dict[str, Any]:
     """A `logging.config.dictConfig` for uvicorn and codemem (uvicorn applies it in every
     worker process)."""
     level = settings.server.log_level.upper()
-    formatter = {"()": JsonFormatter if settings.server.log_format == "json" else TextFormatter}
+    formatter = {"()": JsonFormatter if log_format(settings.server.log_format) == "json" else TextFormatter}
     return {
         "version": 1,
         "disable_existing_loggers": False,

@@ -17,7 +17,7 @@ from codemem.ranking.recipes import DEFAULT_SEARCH, RECIPES
 from codemem.ranking.search_config import ConfigTree, SearchConfig
 
 MCP_HTTP_PORT = 8765
-LOG_FORMATS = ("json", "text")
+LOG_FORMATS = ("auto", "json", "text")
 
 
 class SettingError(ValueError):
@@ -79,8 +79,9 @@ class Server:
     add_threads: int = 16
     search_threads: int = 32
     log_level: str = "info"
-    # "json": one object a line (ts, level, logger, msg, fields); "text" for a terminal.
-    log_format: str = "json"
+    # "json": one object a line (ts, level, logger, msg, fields), for a log collector; "text":
+    # one readable line; "auto": text when stderr is a terminal (a person watching), else json.
+    log_format: str = "auto"
 
     def __post_init__(self) -> None:
         if self.log_format not in LOG_FORMATS:

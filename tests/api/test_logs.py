@@ -1,10 +1,15 @@
-"""The text log format keeps what the JSON format carries: an access line's fields."""
+"""The text log format keeps what the JSON format carries (an access line's fields), and is
+what a terminal gets unless a format is set."""
 
 from __future__ import annotations
 
+import io
 import logging
 
-from api.logs import TextFormatter
+import pytest
+
+from api.logs import JsonFormatter, TextFormatter, log_config, log_format
+from codemem.config import Settings
 
 
 def test_text_access_lines_keep_method_route_status_and_ms() -> None:
@@ -17,3 +22,27 @@ def test_text_access_lines_keep_method_route_status_and_ms() -> None:
 def test_text_lines_without_extras_are_unchanged() -> None:
     record = logging.LogRecord("codemem", logging.WARNING, __file__, 1, "disk %s", ("full",), None)
     assert TextFormatter().format(record).endswith(f"WARNING codemem [{record.process}] disk full")
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("setting, tty, chosen", [
+    ("auto", True, "text"), ("auto", False, "json"), ("json", True, "json"), ("text", False, "text"),
+])
+def test_logs_are_text_in_a_terminal_and_json_elsewhere_unless_set(setting: str, tty: bool, chosen: str) -> None:
+    assert log_format(setting, _Stream(tty)) == chosen
+
+
+def test_by_default_a_server_in_a_terminal_logs_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stderr", _Stream(True))
+    settings = Settings.from_env({})
+    assert log_config(settings)["formatters"]["default"]["()"] is TextFormatter
+    monkeypatch.setattr("sys.stderr", _Stream(False))
+    assert log_config(settings)["formatters"]["default"]["()"] is JsonFormatter

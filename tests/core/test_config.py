@@ -97,7 +97,7 @@ def test_an_empty_variable_is_unset() -> None:
     ("CODEMEM_EMBED_STEPS", "maybe", "CODEMEM_EMBED_STEPS='maybe': must be a bool: true or false"),
     ("CODEMEM_PORT", "70000", "CODEMEM_PORT=70000: must be between 0 and 65535"),
     ("CODEMEM_WORKERS", "0", "CODEMEM_WORKERS=0: must be at least 1"),
-    ("CODEMEM_LOG_FORMAT", "xml", "CODEMEM_LOG_FORMAT='xml': must be one of json, text"),
+    ("CODEMEM_LOG_FORMAT", "xml", "CODEMEM_LOG_FORMAT='xml': must be one of auto, json, text"),
     ("CODEMEM_RANKING", "best", "CODEMEM_RANKING='best': must be one of fused, learned"),
     ("CODEMEM_RELEVANCE_FLOOR", "1.5", "CODEMEM_RELEVANCE_FLOOR=1.5: must be between 0 and 1"),
     ("CODEMEM_QUIET_BELOW", "-1", "CODEMEM_QUIET_BELOW=-1.0: must be between 0 and 1"),
