@@ -1,0 +1,20 @@
+"""The first `make serve` says what it is about to do before the long install, and pip's
+progress shows while it runs (read from make's dry run into a virtualenv that does not exist)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_first_serve_announces_the_install_and_shows_pips_progress(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    plan = subprocess.run(["make", "-n", "serve", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    install = next(i for i, line in enumerate(plan) if "pip install" in line and " -e ." in line)
+    said = " ".join(plan[:install])
+    assert said.startswith("echo") and "installing codemem" in said and "GB" in said and "minutes" in said
+    assert "--quiet" not in plan[install] and "--progress-bar on" in plan[install]
+    assert plan[-1].endswith("codemem serve")
