@@ -100,10 +100,15 @@ class FieldIndex(CardIndex):
 
 def idf(cards: Iterable[CardFields]) -> dict[str, float]:
     """Each word's inverse document frequency over `cards`: log(1 + n / df)."""
-    held = list(cards)
+    return idf_of(card.every for card in cards)
+
+
+def idf_of(documents: Iterable[Iterable[str]]) -> dict[str, float]:
+    """Each term's inverse document frequency over `documents` (each its set of terms)."""
+    held = [frozenset(doc) for doc in documents]
     df: dict[str, int] = {}
-    for card in held:
-        for w in card.every:
+    for doc in held:
+        for w in doc:
             df[w] = df.get(w, 0) + 1
     return {w: math.log(1 + len(held) / d) for w, d in df.items()}
 

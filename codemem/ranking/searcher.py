@@ -22,6 +22,7 @@ from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION
 from codemem.ranking import answer
 from codemem.ranking.assemble import group_by_session
+from codemem.ranking.evidence import ITEMS_READ, nothing_related
 from codemem.ranking.fields import FieldIndex, field_matches
 from codemem.ranking.locations import ticket_refs
 from codemem.ranking.merged import name_matched_commits
@@ -92,6 +93,9 @@ class Searcher:
         cards = self._cards(user_key)
         signals, items = self._signals(user_key, text, config, min(max(req.top_k, config.retrieval.candidates), MAX_CANDIDATES),
                                        cards, version)
+        if nothing_related(signals, text, lambda: (str(c.fields["text"]) for c in self.store.by_ids([c.id for c in items[:ITEMS_READ]])),
+                           lambda: self._fields(user_key, version)):
+            return []  # nothing closely related: no code, no close text, no item that holds most of its words
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
         dialogue = self.indexes.dialogue.get(user_key, cards, version)
@@ -149,10 +153,13 @@ class Searcher:
             commit_ranks["since"] = self._since(text, self.indexes.releases.get(user_key, cards, version), candidates)
         signals = SessionSignals.of(found, location, commit_ranks)
         if learned_applies(signals, config):
-            fields = self.indexes.fields.get(user_key, lambda: self.store.user_rows(user_key, "card", ["session_key", "text", "metadata"]),
-                                      version)
-            self._match_fields(text, signals, config, fields)
+            self._match_fields(text, signals, config, self._fields(user_key, version))
         return signals, items
+
+    def _fields(self, user_key: str, version: int) -> FieldIndex:
+        """The words of each field of the user's cards (`ranking/fields.py`), read once per user."""
+        return self.indexes.fields.get(user_key, lambda: self.store.user_rows(user_key, "card", ["session_key", "text", "metadata"]),
+                                       version)
 
     @staticmethod
     def _match_fields(text: str, signals: SessionSignals, config: SearchConfig, index: FieldIndex) -> None:
