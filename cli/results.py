@@ -4,7 +4,8 @@ A result leads with what a person acts on: for a commit, its subject, SHA, autho
 files, the PR and issue numbers it names and the `git show` that opens it; for an agent
 session, its outcome, root cause, files and symbols edited, and tests. Each is dated at the
 experience's own time (the commit's, the session's messages'), not at the time it was
-imported. `codemem search --json` prints the raw response instead.
+imported, with the evidence that matched best: the compact answer an agent gets too
+(`codemem.compact`). `codemem search --json` prints the raw response instead.
 """
 
 from __future__ import annotations
@@ -13,27 +14,26 @@ import re
 import textwrap
 
 from codemem import times
-from codemem.contract.types import Hit, TextPart
+from codemem.compact import Brief
+from codemem.contract.types import Hit
 from codemem.experience.building.render import card_sections
 
 _COMMIT = re.compile(r"Commit (?P<sha>[0-9a-f]{7,40}) by (?P<author>.+?) on (?P<date>\d{4}-\d{2}-\d{2})")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 # "(#123)" in a squash subject, "Fixes #12", "PR #7", "owner/repo#9"; not "#include".
 _NUMBER = re.compile(r"(?<![\w&])#(\d+)\b")
-_EVIDENCE = "Evidence from this session:"
-
-
-def format_hit(rank: int, hit: Hit, width: int = 100, evidence_lines: int = 6) -> str:
-    text = _text(hit)
-    card, _, evidence = text.partition(_EVIDENCE)
+def format_brief(rank: int, item: Brief, width: int = 100, evidence_lines: int = 6) -> str:
+    """One experience of a compact answer (`codemem.compact`): what a person acts on, then
+    the evidence that matched best, its first lines."""
+    hit, card = item.hit, item.card
     sha = _commit_sha(hit, card)
     lines = _commit_lines(hit, card, sha) if sha else _session_lines(hit, card)
     head = f"#{rank}  {lines[0]}"
     body = [f"    {line}" for line in lines[1:]]
-    if evidence.strip():
-        wrapped = [w for line in evidence.strip().splitlines() for w in textwrap.wrap(line, width - 6)]
+    if item.evidence.strip():
+        wrapped = [w for line in item.evidence.strip().splitlines() for w in textwrap.wrap(line, width - 6)]
         more = len(wrapped) - evidence_lines
-        body.append("    evidence:")
+        body.append(f"    matched ({item.label}):" if item.label else "    matched:")
         body.extend(f"      {w}" for w in wrapped[:evidence_lines])
         if more > 0:
             body.append(f"      ... ({more} more lines; --json prints everything)")
@@ -45,7 +45,9 @@ def _commit_lines(hit: Hit, card: str, sha: str) -> list[str]:
     found = _COMMIT.search(card)
     subject = _subject(card)
     files = [str(f) for f in _list(meta.get("edited_files"))]
-    numbers = list(dict.fromkeys(_NUMBER.findall(card.split("\nDiff:", 1)[0].split("```diff", 1)[0])))
+    own = "\n".join(line for line in card.split("\nDiff:", 1)[0].split("```diff", 1)[0].splitlines()
+                    if not line.startswith("changed since:"))  # a later change's numbers are not this one's
+    numbers = list(dict.fromkeys(_NUMBER.findall(own)))
     # The import's metadata names the author and date of every change, merges included; the
     # card's "Commit X by Y on" line is read for cards stored without them.
     author = str(meta.get("author") or (found["author"] if found else ""))
@@ -132,9 +134,3 @@ def _list(value: object) -> list[object]:
 def _joined(items: list[str], limit: int = 8) -> str:
     shown = ", ".join(items[:limit])
     return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
-
-
-def _text(hit: Hit) -> str:
-    if isinstance(hit.content, str):
-        return hit.content
-    return "\n".join(p.text if isinstance(p, TextPart) else "[image]" for p in hit.content)

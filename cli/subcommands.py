@@ -89,13 +89,19 @@ def _missing(settings: Settings) -> bool:
 
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
+    """The experiences that bear on a query, each in brief (`codemem.compact`), then how many
+    more matched; `--json`: the raw answer of `POST /search`."""
     # Imported here: urllib's HTTP client alone is a noticeable share of the hook's start-up.
     from cli import local_server, results
+    from codemem import compact
+    from codemem.ranking.recipes import RECIPES
 
     user_id = _user_id(args)
     if _missing(settings):
         return NOTHING_FOUND
-    req = SearchRequest(user_id=user_id, query=args.query, top_k=args.top_k)
+    asked = args.top_k if args.json else args.top_k + compact.LOOKAHEAD
+    req = SearchRequest(user_id=user_id, query=args.query, top_k=asked)
+    config = RECIPES[settings.search.ranking] if settings.search.ranking in RECIPES else None
     hits = None
     if url := local_server.running_server(settings.storage.data_dir):
         try:
@@ -108,7 +114,8 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
             print(f"codemem: searching {settings.storage.data_dir} here (`codemem serve` beside it answers "
                   "faster)...", file=sys.stderr, flush=True)
             memory = _offline_memory(settings, query=True)
-            hits = memory.search(req)
+            config = memory.search_config
+            hits = memory.search(req, None if args.json else compact.search_config(config))
         if args.json:
             print(msgspec.json.encode({"data": hits}).decode())
             return 0 if hits else NOTHING_FOUND
@@ -119,17 +126,26 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         if memory is not None:
             memory.close()
-    print(f"{len(hits)} {'result' if len(hits) == 1 else 'results'} from the memory of {user_id}:\n")
-    for rank, hit in enumerate(hits, 1):
-        print(results.format_hit(rank, hit))
+    quiet_below = config.calibration.quiet_below if config is not None else 0.0
+    answer = compact.compact(hits, args.top_k, 0, lambda item: "", asked, quiet_below)
+    print(f"{len(answer.shown)} {'result' if len(answer.shown) == 1 else 'results'} from the memory of {user_id}"
+          + (" (none stands out as the one this query is about: these are the nearest)" if answer.quiet else "") + ":\n")
+    for rank, item in enumerate(answer.shown, 1):
+        print(results.format_brief(rank, item))
+    if answer.left_out:
+        more = f"{len(answer.left_out)}{'+' if answer.more else ''}"
+        print(f"{more} more matched: --top-k {args.top_k + len(answer.left_out)} shows them; "
+              f"--json prints the whole answer.")
     return 0
 
 
 def no_match(user_id: str, names: Sequence[str], data_dir: str) -> str:
-    """Why a search found nothing: no match in a memory that holds something, or no memory
+    """Why a search found nothing: nothing closely related in a memory that holds something
+    (`codemem.ranking.evidence`), or no memory
     by that name (with the names it might have meant, from the user ids stored: `names`)."""
     if user_id in names:
-        return f"No memories match in the memory of {user_id}."
+        return (f"Nothing closely related in the memory of {user_id}: no experience there shares this query's "
+                "code, most of its words or its meaning.")
     lower = {name.lower(): name for name in names}
     near = [lower[n] for n in difflib.get_close_matches(user_id.lower(), list(lower), n=3, cutoff=0.6)]
     text = f"The memory of {user_id} is empty: {data_dir} holds nothing for that user_id."

@@ -28,6 +28,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from codemem import compact
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.errors import CodememError
@@ -45,8 +46,8 @@ INSTRUCTIONS = (
     "names involved; open a promising result with get_experience. Without user_id, the tools use "
     "the memory of the repository this server runs in."
 )
-# A search answer's default size, in tokens (~4 characters each): a card or two with some
-# evidence, which an agent reads before every task; it asks for more with max_tokens.
+# A search answer's default size, in tokens (~4 characters each): several experiences in brief
+# (`codemem.compact`), which an agent reads before every task; it asks for more with max_tokens.
 ANSWER_TOKENS = 1_500
 MIN_ANSWER_TOKENS = 200
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -133,20 +134,27 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
     def search_memory(
         query: Annotated[str, Field(description="the task or question: its words, error messages, file and symbol names")],
         user_id: UserId = None,
-        top_k: Annotated[int, Field(ge=1, le=100, description="most items returned")] = 5,
+        top_k: Annotated[int, Field(ge=1, le=100, description="most experiences shown")] = 5,
         max_tokens: Annotated[int, Field(ge=MIN_ANSWER_TOKENS, description=(
             f"the answer stops at about this many tokens (default {ANSWER_TOKENS}; at most the server's "
-            "CODEMEM_SEARCH_TOKEN_BUDGET, 10,000 unless set); the best experience's card always comes "
-            "whole; raise it to read more experiences and their evidence at once"))] = ANSWER_TOKENS,
+            "CODEMEM_SEARCH_TOKEN_BUDGET, 10,000 unless set); each experience gets an equal share: raise it "
+            "to read more experiences, and more of each, at once"))] = ANSWER_TOKENS,
     ) -> str:
-        """Past experiences that bear on a task, best first: each with its card (task, outcome,
-        files and symbols edited, tests, errors) and its strongest evidence. The answer is
-        compact by default (about 1,500 tokens: max_tokens); get_experience(id) opens one
-        experience in full."""
+        """Past experiences that bear on a task, best first, each in brief: its card (task,
+        outcome, files and symbols edited, errors, tests) and the evidence that matched best,
+        trimmed; then the ones left out, by id. Compact by default (about 1,500 tokens:
+        max_tokens); get_experience(id) opens one experience in full."""
         user = user_id or default_user()
+        mem = memory.get()
+        cap = mem.search_config.answer.budget_tokens
+        budget = min(max_tokens, cap) if cap else max_tokens
+        asked = top_k + compact.LOOKAHEAD
         with _reported():
-            hits = memory.get().search(SearchRequest(user_id=user, query=query, top_k=top_k), budget_tokens=max_tokens)
-        return mcp_text.search_answer(hits, user)
+            hits = mem.search(SearchRequest(user_id=user, query=query, top_k=asked),
+                              config=compact.search_config(mem.search_config))
+        answer = compact.compact(hits, top_k, budget, lambda item: mcp_text.brief_block(item, top_k), asked,
+                                 mem.search_config.calibration.quiet_below)
+        return mcp_text.search_answer(answer, user, budget)
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     def get_experience(

@@ -19,12 +19,13 @@ from pygments.lexers import DiffLexer
 from codemem import times
 from codemem.experience.building import render
 from codemem.experience.types import CONVERSATION
+from codemem.ranking.answer import EVIDENCE_HEADING
 
 _FORMATTER = HtmlFormatter(cssclass="highlight")
 _LEXER = DiffLexer()
 _FENCE = re.compile(r"^```[a-z]*\n(.*?)\n?```\s*$", re.DOTALL)
 # Search appends the experience's strongest evidence after its card (codemem/ranking/answer.py).
-EVIDENCE_MARK = "\n\nEvidence from this session:"
+EVIDENCE_MARK = f"\n\n{EVIDENCE_HEADING}"
 FINAL_DIFF = "Final diff"
 
 

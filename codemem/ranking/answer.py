@@ -34,6 +34,9 @@ Row = dict[str, Any]  # a stored row as LanceDB returns it
 
 
 _HEAD_CHARS = 256  # how much of an evidence text `_ShownEvidence.covers` looks at first
+# What separates an experience item's card from the evidence inlined under it, each evidence
+# item then "[label]\ntext" (`_label`), blocks apart by a blank line.
+EVIDENCE_HEADING = "Evidence from this session:"
 
 
 def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Candidate]], user_id: str,
@@ -151,7 +154,7 @@ def _experience_hit(card: Row, evidence: list[tuple[Row, str]], score: float, wh
     """The card (whole, or with `card_chars` its short form) with its inlined evidence."""
     parts = [short_card(str(card["text"]), card_chars) if card_chars else str(card["text"])]
     if evidence:
-        parts.append("Evidence from this session:")
+        parts.append(EVIDENCE_HEADING)
         parts.extend(f"[{_label(row)}]\n{text}" for row, text in evidence)
     hit = _item_hit(card, score, 0)
     hit.content = "\n\n".join(parts)

@@ -210,3 +210,25 @@ def test_parse_age(text: str, seconds: int) -> None:
 def test_parse_age_rejects_nonsense() -> None:
     with pytest.raises(Exception, match="not an age"):
         parse_age("soon")
+
+
+def test_search_shows_each_experience_in_brief_and_says_how_many_more_matched(
+        tmp_path: Path, embedder: MiniLMEmbedder, capsys: pytest.CaptureFixture[str]) -> None:
+    data = str(tmp_path / "data")
+    with Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder) as m:
+        for n in range(4):
+            m.add(AddRequest(f"r{n}", "dev", f"sess-{n}", [
+                Message("user", f"The parser crashes on hunk header variant {n} in parsers/diff.py"),
+                Message("assistant", f"Guarded parse_hunk_header for variant {n}. " + "Read the hunk header code. " * 200),
+            ]))
+    assert main(["search", "--data-dir", data, "--user-id", "dev", "--top-k", "2", "parser crashes on a hunk header"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 results from the memory of dev")
+    assert out.count("\n#") == 2 and out.count("    matched (") == 2  # each with the evidence that matched best
+    assert "2 more matched: --top-k 4 shows them; --json prints the whole answer." in out
+
+
+def test_search_says_when_nothing_in_the_memory_is_closely_related(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "--data-dir", filled, "--user-id", "dev", "Plombrix quervane stollicut yarbenthal"]) == 1
+    assert capsys.readouterr().out.strip() == ("Nothing closely related in the memory of dev: no experience there "
+                                               "shares this query's code, most of its words or its meaning.")

@@ -65,7 +65,8 @@ def test_search_asks_the_server_that_announced_itself(tmp_path: Path, fake_serve
     with local_server.announced(settings):
         assert local_server.running_server(settings.storage.data_dir) == fake_server
         assert main(["search", "--data-dir", settings.storage.data_dir, "--user-id", "dev", "flaky cache"]) == 0
-    assert _Fake.asked[-1] == {"user_id": "dev", "query": "flaky cache", "top_k": 5, "options": None}
+    # Five shown; ten more asked for, to say how many more match (`codemem.compact.LOOKAHEAD`).
+    assert _Fake.asked[-1] == {"user_id": "dev", "query": "flaky cache", "top_k": 15, "options": None}
     out = capsys.readouterr().out
     assert "#1  Fix the flaky cache test" in out and "edited: tests/test_io.py" in out
     assert not (tmp_path / "data" / local_server.FILE_NAME).exists()  # removed on shutdown

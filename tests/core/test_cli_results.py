@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from cli.results import format_hit
+from cli.results import format_brief
+from codemem import compact
 from codemem.contract.types import Hit
 from integrations import mcp_text
 
@@ -16,8 +17,13 @@ COMMIT_CARD = (
 SESSION_CARD = (
     "## Task\nSquare.area returns twice the side\n\n## Outcome\nfixed; tests pass\n\n"
     "## Root cause\n- area multiplied by 2 instead of squaring\n\n## Edited\nfiles: pkg/shapes.py\n\n"
-    "## Tests\npassed: tests/test_shapes.py\n\nEvidence from this session:\n[message, user, position 0]\nhello"
+    "## Tests\npassed: tests/test_shapes.py\n\nEvidence from this session:\n\n[message, user, position 0]\nhello"
 )
+
+
+def format_hit(rank: int, hit: Hit) -> str:
+    """`hit` as `codemem search` prints it: made brief (`codemem.compact`), then formatted."""
+    return format_brief(rank, compact.compact([hit], 1, 0, lambda _: "").shown[0])
 
 
 def _hit(session_id: str, content: str, **meta: object) -> Hit:
@@ -44,12 +50,12 @@ def test_a_session_leads_with_outcome_root_cause_edits_and_tests() -> None:
     for line in ("outcome: fixed; tests pass", "root cause: area multiplied by 2 instead of squaring",
                  "edited: pkg/shapes.py", "symbols: Square.area", "tests: passed: tests/test_shapes.py"):
         assert f"    {line}\n" in text
-    assert "evidence:" in text and "hello" in text
+    assert "    matched (message, user, position 0):\n      hello" in text
 
 
 def test_a_conversation_leads_with_its_opening_and_no_coding_lines() -> None:
     card = ("## Conversation\n3 messages, 2023-05-08 13:46 UTC\n\n## Opening\nAna: we adopted a puppy!\n\n"
-            "Evidence from this session:\n[message, user, position 2]\nAna: Max chewed my shoe.")
+            "Evidence from this session:\n\n[message, user, position 2]\nAna: Max chewed my shoe.")
     text = format_hit(1, _hit("chat-1", card, outcome="a conversation: no code read, edited or run",
                               conversation=True, timestamp=1683553560000))
     assert text.startswith("#1  Ana: we adopted a puppy!\n    session chat-1  2023-05-08 13:46 UTC")
@@ -61,5 +67,6 @@ def test_without_its_own_time_a_result_says_when_it_was_stored() -> None:
 
 
 def test_mcp_blocks_carry_the_experiences_own_time() -> None:
-    text = mcp_text.search_answer([_hit("s", "x", timestamp=1704067200000)], "u")
+    answer = compact.compact([_hit("s", "x", timestamp=1704067200000)], 5, 1500, lambda _: "")
+    text = mcp_text.search_answer(answer, "u", 1500)
     assert 'at="2024-01-01T00:00:00Z" stored="2026-11-30T18:00:00.000Z"' in text

@@ -66,6 +66,24 @@ def _history(path: Path) -> Path:
     return path
 
 
+def _busy_history(path: Path) -> Path:
+    """A repository whose every commit reworks the cache's eviction, each with a large diff:
+    a typical question matches several past changes, any one of which fills a small answer."""
+    repo = git.Repo.init(path)
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "Dev")
+        cw.set_value("user", "email", "dev@example.com")
+    for n, subject in enumerate(["Evict cache entries by least recent use", "Fix cache eviction dropping fresh entries",
+                                 "Cap the cache size before eviction runs", "Log each cache eviction with its key",
+                                 "Make cache eviction thread-safe", "Test cache eviction under concurrent writers"]):
+        body = "".join(f"def evict_{n}_{i}(cache, key):\n    return cache.pop(key, None)  # eviction step {i}\n"
+                       for i in range(150))
+        (path / f"cache_{n}.py").write_text(body)
+        repo.index.add([f"cache_{n}.py"])
+        repo.index.commit(subject)
+    return path
+
+
 def _write_from_another_process(data_dir: Path, embedder: MiniLMEmbedder) -> None:
     """What the Claude Code hook does while the server runs: its own Memory, its own commits."""
     with Memory(Settings().replace({"storage.data_dir": str(data_dir), "maintenance.interval_s": 0}), embedder=embedder) as m:
@@ -120,6 +138,12 @@ async def _converse(
                   for j in range(12)),
             ])
             await call("compact", "search_memory", query="slow csv export", user_id="budget")
+            busy = _busy_history(data_dir.parent / "busy")
+            await call("ingest_busy", "ingest_repository", path=str(busy))
+            await call("several", "search_memory", query="cache eviction drops entries", user_id=f"repo:{busy.resolve()}")
+            await call("several_fuller", "search_memory", query="cache eviction drops entries",
+                       user_id=f"repo:{busy.resolve()}", max_tokens=6000)
+            await call("nonsense", "search_memory", query="Plombrix quervane stollicut yarbenthal")
             await call("fuller", "search_memory", query="slow csv export", user_id="budget", max_tokens=6000)
     return talk
 
@@ -171,7 +195,7 @@ def test_remember_goes_to_this_repository_and_stores_nothing_twice(talk: Convers
 def test_search_finds_the_remembered_experience_first(talk: Conversation) -> None:
     text = talk.text("search")
     assert not talk.answers["search"].is_error
-    assert text.startswith(f"2 items from the memory of {USER}, best first.")
+    assert text.startswith(f"2 of 2 past experiences found in the memory of {USER}, best first")
     blocks = re.findall(r"<experience rank=\"(\d)\" id=\"(c_\w+)\" session=\"([^\"]+)\"[^>]*>\n(.*?)\n</experience>", text, re.S)
     assert [b[0] for b in blocks] == ["1", "2"]
     assert blocks[0][2].startswith("note:") and "test_read_chunks" in blocks[0][3]
@@ -199,7 +223,7 @@ def test_the_server_sees_what_another_process_stored(talk: Conversation) -> None
 
 
 def test_memories_are_per_repository(talk: Conversation) -> None:
-    assert talk.text("stranger") == "Nothing in the memory of someone-else matches this query."
+    assert talk.text("stranger").startswith("Nothing closely related in the memory of someone-else:")
 
 
 def test_ingest_repository_imports_history_once_into_that_repositorys_memory(talk: Conversation) -> None:
@@ -207,7 +231,7 @@ def test_ingest_repository_imports_history_once_into_that_repositorys_memory(tal
     assert talk.text("ingest") == f"Read 3 commits of {talk.history_repo}: 3 new experiences, 0 already stored, in the memory of {user}."
     assert ": 0 new experiences, 3 already stored" in talk.text("ingest_again")
     first = talk.text("history").split("</experience>")[0]
-    assert f"from the memory of {user}" in talk.text("history")
+    assert f"found in the memory of {user}, best first" in talk.text("history")
     assert "Fix ZeroDivisionError in divide" in first
 
 
@@ -217,11 +241,34 @@ def test_get_experience_takes_the_sha_as_people_are_shown_it(talk: Conversation)
         assert talk.text(key).startswith("Experience git:") and "Fix ZeroDivisionError in divide" in talk.text(key)
 
 
+def test_by_default_an_agent_sees_several_past_changes_each_with_its_matched_evidence(talk: Conversation) -> None:
+    text = talk.text("several")
+    assert not talk.answers["several"].is_error, text
+    assert len(text) / 4 <= 1500  # the default budget
+    blocks = re.findall(r"<experience rank=\"\d\" id=\"(c_\w+)\"[^>]*>\n(.*?)\n</experience>", text, re.S)
+    assert len(blocks) >= 3
+    for _, body in blocks:
+        assert body.startswith("## Task\n") and "cache" in body.lower()
+        assert "\n\nMatched evidence (" in body  # the item of the change that matched best: its message, a diff
+    assert text.startswith(f"{len(blocks)} of 6 past experiences found")
+    left = re.search(r"Left out, to stay within max_tokens=1,500: (\d) more experiences?:\n((?:- c_\w+: .*\n)+)", text)
+    assert left and int(left.group(1)) == 6 - len(blocks) == left.group(2).count("\n- c_") + 1
+    assert "get_experience(id)" in text and "larger max_tokens" in text
+
+
+def test_a_query_nothing_in_memory_relates_to_says_so(talk: Conversation) -> None:
+    assert talk.text("nonsense").startswith(f"Nothing closely related in the memory of {USER}:")
+
+
 def test_search_answers_compactly_unless_asked_for_more(talk: Conversation) -> None:
     compact, fuller = talk.text("compact"), talk.text("fuller")
     assert not talk.answers["fuller"].is_error, fuller
-    assert "csv rows and columns" in compact.split("</experience>")[0]  # evidence, cut to fit
-    assert len(compact) / 4 <= 1500 < len(fuller) / 4 <= 6000
+    assert "Matched evidence (message, user, position 0):\nSpeed up the slow csv export" in compact
+    assert len(compact) / 4 <= 1500 and len(fuller) / 4 <= 6000
+    several, more = talk.text("several"), talk.text("several_fuller")
+    assert not talk.answers["several_fuller"].is_error, more
+    assert len(several) / 4 <= 1500 < len(more) / 4 <= 6000  # more experiences, and more of each
+    assert more.count("<experience rank=") >= several.count("<experience rank=")
 
 
 async def _over_http(url: str) -> tuple[set[str], CallToolResult]:

@@ -134,6 +134,30 @@ def headline(task: str) -> str:
     return lines[0] if lines else ""
 
 
+# The sections of a card a reader with little room acts on, in order, and how many of their
+# lines it keeps (`brief_card`); the task is cut to its headline.
+_BRIEF_SECTIONS = (("Outcome", 2), ("Root cause", 2), ("Edited", 2), ("Errors seen", 3), ("Tests", 1))
+
+
+def brief_card(text: str, max_chars: int) -> str:
+    """A rendered card within `max_chars`: whole when it fits, else its task's headline and the
+    first lines of the sections a reader acts on (how it ended, its root cause, the files and
+    symbols edited, its errors, its tests), each clipped, the final diff left for the reader to
+    open. A text without a task section (a conversation's card, a note) keeps its head."""
+    if len(text) <= max_chars:
+        return text
+    sections = dict(card_sections(text))
+    task = sections.get("Task")
+    if task is None:
+        return _clip(text, max_chars)
+    parts = [f"## Task\n{headline(task)}"]
+    for name, lines in _BRIEF_SECTIONS:
+        if body := sections.get(name):
+            kept = [_clip(line, 300) for line in body.splitlines()[:lines]]
+            parts.append(f"## {name}\n" + "\n".join(kept))
+    return _clip("\n\n".join(parts), max_chars)
+
+
 def short_card(text: str, max_chars: int) -> str:
     """A rendered card in a line or two, its task's headline and how it ended, for an answer
     that names an experience without telling it (a quiet answer). A text without a task
