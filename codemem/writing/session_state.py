@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -26,6 +27,8 @@ class SessionState(msgspec.Struct):
     messages: int
     derived: list[dict[str, object]]  # id, kind, metadata and vector of its card and steps
     requests: frozenset[str] = frozenset()  # the request keys of its stored messages
+    # Each stored request's body digest (`session_writer.body_key`), where its rows carry one.
+    bodies: dict[str, str] = msgspec.field(default_factory=dict)
 
     @property
     def built(self) -> int:
@@ -42,7 +45,8 @@ class SessionState(msgspec.Struct):
             gone = set(derived.stale_ids) | written.keys()
             rows = [r for r in rows if r["id"] not in gone] + list(written.values())
         return SessionState(messages=self.messages + len(messages), derived=rows,
-                            requests=self.requests | {r.request_key for r in messages})
+                            requests=self.requests | {r.request_key for r in messages},
+                            bodies={**self.bodies, **_bodies((r.request_key, r.metadata) for r in messages)})
 
 
 def state(store: Store, session_key: str) -> SessionState:
@@ -54,7 +58,18 @@ def state(store: Store, session_key: str) -> SessionState:
         messages=len(messages),
         derived=[{k: r[k] for k in ("id", "kind", "metadata", "vector")} for r in rows if r["kind"] != "message"],
         requests=frozenset(str(r["request_key"]) for r in messages),
+        bodies=_bodies((str(r["request_key"]), str(r["metadata"])) for r in messages),
     )
+
+
+def _bodies(messages: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Each request's body digest from its message rows' (request key, metadata JSON): the
+    first row of a request names it (rows stored before digests were kept name none)."""
+    out: dict[str, str] = {}
+    for request_key, metadata in messages:
+        if request_key not in out and (body := msgspec.json.decode(metadata or "{}").get("body")):
+            out[request_key] = str(body)
+    return out
 
 
 class StateCache:

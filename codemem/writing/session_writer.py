@@ -22,7 +22,7 @@ from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Message
 from codemem.contract.validation import validate_add
 from codemem.embedding import Embedder
-from codemem.errors import InvalidInput
+from codemem.errors import Conflict, InvalidInput
 from codemem.experience.types import Experience
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store.lance import Store
@@ -128,18 +128,19 @@ class SessionWriter:
         # Under the session's lock, which other threads and the other processes on this data
         # directory take too (and, on S3, the request's claim for nodes sharing the bucket):
         # a retry, wherever it is answered, sees the first copy.
+        body = body_key(req)
         with self.store.locks.session(session_key):
             before = self._session_state(session_key)
             if request_key in before.requests:
-                return self._result(req, stored=0, duplicate=True)
+                return self._retried(req, request_key, body, before)
 
             def stored() -> bool:  # read again: another node may store it meanwhile
                 return request_key in session_state.state(self.store, session_key).requests
 
             with self.store.claim(request_key, stored) as mine:
                 if not mine:  # another node stored it
-                    return self._result(req, stored=0, duplicate=True)
-                rows = self._message_rows(req, user_key, request_key)
+                    return self._retried(req, request_key, body, session_state.state(self.store, session_key))
+                rows = self._message_rows(req, user_key, request_key, body)
                 derived = self._derived_rows(req, rows[0], experience, before)
                 if derived is not None and derived.conversation:
                     self._embed_messages(rows)
@@ -147,6 +148,16 @@ class SessionWriter:
                 if derived is None:  # the rebuild waits for the session's quiet time
                     self.refresher.mark(req.user_id, req.session_id)
         return self._result(req, stored=len(rows))
+
+    def _retried(self, req: AddRequest, request_key: str, body: str, state: session_state.SessionState) -> AddResult:
+        """The answer to a request whose request_id the session holds: a retry (the same body)
+        stores nothing and is answered as the first copy was; another body under the same id
+        is a client's mistake, refused with Conflict (409), the first content kept."""
+        first = state.bodies.get(request_key)
+        if first is not None and first != body:
+            raise Conflict(f"request_id {req.request_id!r} was used before with other messages; the first content is "
+                           "kept: a retry must resend the same body, and new content needs a new request_id")
+        return self._result(req, stored=0, duplicate=True)
 
     def _session_state(self, session_key: str) -> session_state.SessionState:
         """What is stored of the session: from memory when this process holds it current,
@@ -201,7 +212,7 @@ class SessionWriter:
             vectors = dict(zip(self.embedder.fingerprints(texts, max_tokens), (by_text[t] for t in texts), strict=True))
             rows: list[Row] = []
             for i, req, exp in todo:
-                messages = self._message_rows(req, key_of(req.user_id), key_of(req.user_id, req.request_id))
+                messages = self._message_rows(req, key_of(req.user_id), key_of(req.user_id, req.request_id), body_key(req))
                 derived = derived_rows.experience_rows(exp, messages[0], [], self.embedder, max_tokens,
                                                    len(req.messages), embed_steps=False, vectors=vectors)
                 rows += messages + derived.rows
@@ -288,7 +299,7 @@ class SessionWriter:
         for r, v in zip(todo, self.embedder.embed([r.text for r in todo], self.settings.embedding.max_tokens), strict=True):
             r.vector = v
 
-    def _message_rows(self, req: AddRequest, user_key: str, request_key: str) -> list[Row]:
+    def _message_rows(self, req: AddRequest, user_key: str, request_key: str, body: str) -> list[Row]:
         now = int(time.time() * 1000)
         session_key = key_of(req.user_id, req.session_id)
         texts = [m.text for m in req.messages]
@@ -312,7 +323,7 @@ class SessionWriter:
                 text=text,
                 refs=" ".join(exact_terms(text)),  # error codes, test ids, snake_case names: whole
                 content=_content_json(msg),
-                metadata=_ENCODER.encode({"request_id": req.request_id}).decode(),
+                metadata=_ENCODER.encode({"request_id": req.request_id, "body": body}).decode(),
                 created_at=now,
                 timestamp=msg.timestamp,
                 vector=vectors[i],
@@ -370,6 +381,12 @@ class SessionWriter:
         with self.store.locks.deletes:
             self.store.locks.deletes.bump()
             yield
+
+
+def body_key(req: AddRequest) -> str:
+    """A digest of what a request carries besides its ids (its messages, in order, with their
+    roles, contents and timestamps): a retry's is the first copy's, other content's is not."""
+    return key_of(_ENCODER.encode(req.messages).decode())
 
 
 def _content_json(msg: Message) -> str:

@@ -103,10 +103,39 @@ def test_concurrent_retries_of_one_request_store_it_once(client: TestClient, mem
     body = add_body("storm-1", texts=CODE_TEXTS)
     with ThreadPoolExecutor(8) as pool:
         responses = list(pool.map(lambda _: client.post("/add", json=body), range(8)))
-    assert {r.status_code for r in responses} <= {200, 409}
-    assert any(r.status_code == 200 for r in responses)
+    assert [r.status_code for r in responses] == [200] * 8  # each a retry, answered as the first copy
+    assert all(r.json() == responses[0].json() for r in responses)
     assert stored_messages(memory) == len(CODE_TEXTS)
     assert memory.store.count("kind = 'card'") == 1
+
+
+def test_a_request_id_reused_with_another_body_is_a_conflict_and_the_first_content_stays(
+        client: TestClient, memory: Memory) -> None:
+    first = client.post("/add", json=add_body("reused-1", texts=CODE_TEXTS))
+    assert first.status_code == 200
+    for other in (add_body("reused-1", texts=("Rewrote the cache layer in cache/lru.py",)),  # other messages
+                  add_body("reused-1", texts=CODE_TEXTS[:1]),  # fewer of them
+                  {**add_body("reused-1", texts=CODE_TEXTS),  # the same words from another role
+                   "messages": [{**m, "role": "assistant"} for m in add_body("reused-1", texts=CODE_TEXTS)["messages"]]}):
+        refused = client.post("/add", json=other)
+        assert refused.status_code == 409
+        reason = refused.json()["detail"]["reason"]
+        assert set(refused.json()) == {"detail"} and "'reused-1'" in reason and "first content is kept" in reason
+    assert stored_messages(memory) == len(CODE_TEXTS)
+    assert sorted(messages(search(client, "u1", "QuerySet filter", top_k=100))) == sorted(CODE_TEXTS)
+    again = client.post("/add", json=add_body("reused-1", texts=CODE_TEXTS))  # a true retry still succeeds
+    assert again.status_code == 200 and again.json() == first.json()
+
+
+def test_concurrent_copies_of_one_request_id_with_other_bodies_store_one_and_refuse_the_rest(
+        client: TestClient, memory: Memory) -> None:
+    bodies = [add_body("race-1", texts=(f"Fixed the flaky upload test number {i} in tests/test_upload.py",))
+              for i in range(6)]
+    with ThreadPoolExecutor(6) as pool:
+        responses = list(pool.map(lambda b: client.post("/add", json=b), bodies))
+    assert sorted(r.status_code for r in responses) == [200] + [409] * 5
+    kept = bodies[[r.status_code for r in responses].index(200)]["messages"][0]["content"]
+    assert messages(search(client, "u1", "flaky upload test", top_k=100)) == [kept]
 
 
 def test_same_request_id_under_another_user_is_another_memory(client: TestClient, memory: Memory) -> None:

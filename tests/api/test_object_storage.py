@@ -110,6 +110,15 @@ def test_retries_reaching_both_nodes_at_once_store_one_copy(nodes: tuple[Server,
         assert table.count_rows(f"kind = 'message' AND session_id = 'd-{i}'") == 1
 
 
+def test_a_request_id_reused_with_another_body_on_another_node_is_refused(nodes: tuple[Server, Server]) -> None:
+    first, second = nodes
+    assert add(first, "reused-n", "rn", "the first content of a reused id") == 200
+    assert add(second, "reused-n", "rn", "other content under the same id") == 409
+    assert add(first, "reused-n", "rn", "other content under the same id") == 409
+    assert add(second, "reused-n", "rn", "the first content of a reused id") == 200  # a retry, on the other node
+    assert found(second, "first") and not found(first, "other content")
+
+
 def test_a_claim_left_by_a_dead_node_is_taken_over_and_a_live_one_answers_409(s3_env: dict[str, str],
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in s3_env.items():

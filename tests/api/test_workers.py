@@ -108,6 +108,16 @@ def test_concurrent_retries_across_workers_store_one_copy(served: Server) -> Non
         assert len(rows) == 1, rows
 
 
+def test_a_request_id_reused_with_another_body_is_refused_whichever_worker_answers(served: Server) -> None:
+    assert add(served.url, "reused-w", "rw", "first content of a reused id").status_code == 200
+    with ThreadPoolExecutor(8) as pool:  # new connections: either worker answers, one runs the Adds
+        codes = list(pool.map(lambda i: add(served.url, "reused-w", "rw", f"other content {i}").status_code, range(8)))
+    assert codes == [409] * 8
+    assert add(served.url, "reused-w", "rw", "first content of a reused id").status_code == 200  # a retry
+    hits = search(served.url, "content reused")
+    assert "first content of a reused id" in json.dumps(hits) and "other content" not in json.dumps(hits)
+
+
 def test_metrics_sum_requests_over_workers(served: Server) -> None:
     before = _requests(served, "/health")
     for _ in range(6):
