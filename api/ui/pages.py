@@ -67,8 +67,11 @@ class UiController(Controller):
                      deleted: FromQuery[str | None] = None) -> Template:
         """A user's experiences ranked for a query (or newest first without one)."""
         memory, shown = _memory(state), _page(page)
+        # The form's picker: every memory stored, most recently written first.
+        users = await to_thread.run_sync(lambda: memory.list_users(sizes=False))
         context: dict[str, Any] = {"user_id": user_id, "q": q, "deleted": deleted, "nav": "search",
-                                   "page": shown, "token": "", "results": [], "listing": [], "more": False}
+                                   "page": shown, "token": "", "results": [], "listing": [], "more": False,
+                                   "users": users, "known": any(u.user_id == user_id for u in users)}
         if not user_id:
             return Template("search.html", context=context)
         if not q.strip():

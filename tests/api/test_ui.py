@@ -60,9 +60,35 @@ def test_search_page_ranks_as_the_api_does_and_shows_only_that_user(filled: Test
     assert page.status_code == 200
     shown = re.findall(r'<li class="result" data-session="([^"]+)"', page.text)
     assert shown == [h["session_id"] for h in api][: len(shown)] and shown[0] == "s-fix"
-    assert "bob" not in page.text.replace('value="alice"', "")
+    assert "bob" not in page.text.split("</form>", 1)[1]  # the form's picker names every memory; the results, hers
     listing = filled.get("/ui/search?user_id=alice").text
     assert "s-fix" in listing and "s-xss" in listing and "s-bob" not in listing
+
+
+def test_the_search_form_picks_one_of_the_stores_memories(filled: TestClient) -> None:
+    blank = filled.get("/ui/search").text
+    picker = re.search(r'<select name="user_id" required>(.*?)</select>', blank, re.S)
+    assert picker, "the form offers the memories stored"
+    options = re.findall(r'<option value="([^"]*)"( selected)?( disabled)?>([^<]*)</option>', picker.group(1))
+    assert options[0][0] == "" and options[0][1] and "Choose one of the 3 memories" in options[0][3]
+    assert sorted(o[0] for o in options[1:]) == sorted(["alice", "bob", "&lt;i onmouseover=&#34;x()&#34;&gt;eve&lt;/i&gt;"])
+    assert "alice · 2 experiences" in picker.group(1)
+    chosen = filled.get("/ui/search?user_id=alice").text
+    assert '<option value="alice" selected>' in chosen and 'selected disabled' not in chosen
+    typed = filled.get("/ui/search?user_id=nobody").text  # an id not stored stays chosen, and says so
+    assert '<option value="nobody" selected>nobody · not stored</option>' in typed
+
+
+def test_each_memory_links_to_a_search_of_it(filled: TestClient) -> None:
+    page = filled.get("/ui/").text
+    for user in ("alice", "bob"):
+        assert f'<a class="search" href="/ui/search?user_id={user}">search</a>' in page
+    assert "Choose one of" not in filled.get("/ui/search?user_id=alice").text
+
+
+def test_a_search_that_nothing_relates_to_says_so(filled: TestClient) -> None:
+    page = filled.get("/ui/search?user_id=alice&q=" + quote("Plombrix quervane stollicut yarbenthal")).text
+    assert "Nothing closely related in this memory" in page and 'class="result"' not in page
 
 
 def test_more_pages_through_the_kept_answer_without_searching_again(

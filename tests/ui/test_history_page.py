@@ -133,6 +133,6 @@ def test_counts_have_separators_and_the_user_id_field_shows_the_whole_id(served:
     row = page.locator("table.users tr", has=page.locator("code", has_text=BUSY))
     assert row.locator("td.num").nth(1).inner_text() == "1,200"
     page.goto(served.listing())
-    field = page.locator("input[name=user_id]")
+    field = page.locator("select[name=user_id]")  # the picker of the memories stored
     assert field.input_value() == served.user_id
     assert field.evaluate("e => e.scrollWidth <= e.clientWidth"), "the user id is cut off"
