@@ -94,14 +94,13 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     # Imported here: urllib's HTTP client alone is a noticeable share of the hook's start-up.
     from cli import local_server, results
     from codemem import compact
-    from codemem.ranking.recipes import RECIPES
 
     user_id = _user_id(args)
     if _missing(settings):
         return NOTHING_FOUND
     asked = args.top_k if args.json else args.top_k + compact.LOOKAHEAD
     req = SearchRequest(user_id=user_id, query=args.query, top_k=asked)
-    config = RECIPES[settings.search.ranking] if settings.search.ranking in RECIPES else None
+    config = settings.search.config()  # the server's too: it reads the same settings
     hits = None
     if url := local_server.running_server(settings.storage.data_dir):
         try:
@@ -114,7 +113,6 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
             print(f"codemem: searching {settings.storage.data_dir} here (`codemem serve` beside it answers "
                   "faster)...", file=sys.stderr, flush=True)
             memory = _offline_memory(settings, query=True)
-            config = memory.search_config
             hits = memory.search(req, None if args.json else compact.search_config(config))
         if args.json:
             print(msgspec.json.encode({"data": hits}).decode())
@@ -126,8 +124,7 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         if memory is not None:
             memory.close()
-    quiet_below = config.calibration.quiet_below if config is not None else 0.0
-    answer = compact.compact(hits, args.top_k, 0, lambda item: "", asked, quiet_below)
+    answer = compact.compact(hits, args.top_k, 0, lambda item: "", asked, config.calibration.quiet_below)
     print(f"{len(answer.shown)} {'result' if len(answer.shown) == 1 else 'results'} from the memory of {user_id}"
           + (" (none stands out as the one this query is about: these are the nearest)" if answer.quiet else "") + ":\n")
     for rank, item in enumerate(answer.shown, 1):

@@ -29,10 +29,13 @@ from codemem.ranking.shape import CHARS_PER_TOKEN
 LOOKAHEAD = 10
 # The evidence text read for each experience: enough for any item's share of a large budget.
 EVIDENCE_READ = 4_000
-# An item's share of the budget: at least this much (a card's headline, outcome and files and
-# a few lines of evidence), at most this much (a whole card and its evidence).
-MIN_ITEM_CHARS = 1_000
+# An item's share of the budget for its card and evidence: at least this much (a card's
+# headline, outcome and files and a few lines of evidence), at most this much (a whole card and
+# its evidence); what a reader is shown around them (its tag, ids, labels) takes about
+# ITEM_FRAME_CHARS more.
+MIN_ITEM_CHARS = 800
 MAX_ITEM_CHARS = 8_000
+ITEM_FRAME_CHARS = 250
 CARD_SHARE = 0.6  # of an item's share, for its card; the rest for its evidence
 # Of the budget, what an answer's head and its list of what was left out take.
 FRAME_CHARS = 1_200
@@ -92,7 +95,7 @@ def compact(hits: Sequence[Hit], top_k: int, budget_tokens: int, render: Callabl
     experiences = [h for h in hits if h.metadata.get("kind") == "card"]
     room = max(MIN_ITEM_CHARS, budget_tokens * CHARS_PER_TOKEN - FRAME_CHARS) if budget_tokens else 0
     wanted = min(top_k, len(experiences)) or 1
-    share = min(MAX_ITEM_CHARS, max(MIN_ITEM_CHARS, room // wanted)) if room else MAX_ITEM_CHARS
+    share = min(MAX_ITEM_CHARS, max(MIN_ITEM_CHARS, room // wanted - ITEM_FRAME_CHARS)) if room else MAX_ITEM_CHARS
     shown: list[Brief] = []
     used = 0
     for hit in experiences[:top_k]:
