@@ -129,13 +129,18 @@ class Fusion:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Calibrated relevance (`ranking/relevance.py`) and the threshold below which an answer is quiet."""
+    """Calibrated relevance (`ranking/relevance.py`), the threshold below which an answer is quiet,
+    and whether an answer is empty when nothing is closely related (`ranking/evidence.py`)."""
 
     # Logistic coefficients: intercept; lead over the best other experience in the fusion and
     # in BM25 (shares of the larger score); nearest cosine; how many retrievers rank it first.
     coefficients: tuple[float, float, float, float, float]
     # When no experience reaches this the answer stays quiet (0: never quiet).
     quiet_below: float
+    # An answer is empty when the memory holds nothing closely related to the query at all
+    # (`ranking/evidence.py`); False where every stored item may matter however little it
+    # shares with the question (MemoryArena's earlier subtasks).
+    empty_when_unrelated: bool = True
 
     def __post_init__(self) -> None:
         if len(self.coefficients) != 5:

@@ -93,9 +93,6 @@ class Searcher:
         cards = self._cards(user_key)
         signals, items = self._signals(user_key, text, config, min(max(req.top_k, config.retrieval.candidates), MAX_CANDIDATES),
                                        cards, version)
-        if nothing_related(signals, text, lambda: (str(c.fields["text"]) for c in self.store.by_ids([c.id for c in items[:ITEMS_READ]])),
-                           lambda: self._fields(user_key, version)):
-            return []  # nothing closely related: no code, no close text, no item that holds most of its words
         ranking = rank_sessions(signals, config, EXPLAINED)
         scores = ranking.scores
         dialogue = self.indexes.dialogue.get(user_key, cards, version)
@@ -103,6 +100,11 @@ class Searcher:
             return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
                                 config.turns, quiet=config.calibration.quiet_below > 0)
+        # Like quietness, judged for experiences of work, not for people talking (above).
+        if config.calibration.empty_when_unrelated and nothing_related(
+                signals, text, lambda: (str(c.fields["text"]) for c in self.store.by_ids([c.id for c in items[:ITEMS_READ]])),
+                lambda: self._fields(user_key, version)):
+            return []  # nothing closely related: no code, no close text, no item that holds most of its words
         groups = group_by_session(items, scores, card_id, req.top_k, config.fusion.relevance_floor)
         others = runner_up(scores)
         why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}

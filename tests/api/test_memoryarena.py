@@ -262,5 +262,5 @@ def test_memory_line_is_one_line(text: str, line: str) -> None:
 def test_memoryarena_settings_read_their_own_variables() -> None:
     assert MemoryArenaSettings.from_env({"CODEMEM_MEMORYARENA_TOP_K": "5", "CODEMEM_TOP_K": "9"}) == \
         MemoryArenaSettings(top_k=5, token_budget=8_000)
-    with pytest.raises(ValueError, match="CODEMEM_MEMORYARENA_TOKEN_BUDGET='lots' is not a valid int"):
+    with pytest.raises(ValueError, match="CODEMEM_MEMORYARENA_TOKEN_BUDGET='lots': must be a whole number"):
         MemoryArenaSettings.from_env({"CODEMEM_MEMORYARENA_TOKEN_BUDGET": "lots"})

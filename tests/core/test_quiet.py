@@ -8,6 +8,7 @@ import pytest
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
+from codemem.memoryarena import TextMemories
 from codemem.ranking.recipes import DEFAULT_SEARCH
 
 FIX = [
@@ -121,3 +122,14 @@ def test_a_related_question_in_other_words_is_still_found(memory: Memory) -> Non
     _fill(memory)
     hits = _search(memory, "bulk insert breaks when ignoring conflicting rows", DEFAULT_SEARCH)
     assert hits and hits[0].session_id == "fix"
+
+
+def test_memoryarena_recalls_every_earlier_subtask_however_little_it_shares(memory: Memory) -> None:
+    # Its chunks are the earlier subtasks of one task: each a possible dependency of the next,
+    # so its recall never empties an answer for lack of shared words.
+    arena = TextMemories(memory)
+    arena.initialize("arena")
+    chunk = "Subtask 1: fixed the rounding in pricing/fares.py; the cheapest fare is now 212.40 euros."
+    arena.add("arena", chunk)  # work on code: a Search judges whether it relates
+    assert memory.search(SearchRequest(user_id="arena", query=INVENTED, top_k=5)) == []
+    assert [r.text for r in arena.recall("arena", INVENTED, 5, 0)] == [chunk]
