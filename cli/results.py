@@ -22,6 +22,8 @@ _COMMIT = re.compile(r"Commit (?P<sha>[0-9a-f]{7,40}) by (?P<author>.+?) on (?P<
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 # "(#123)" in a squash subject, "Fixes #12", "PR #7", "owner/repo#9"; not "#include".
 _NUMBER = re.compile(r"(?<![\w&])#(\d+)\b")
+
+
 def format_brief(rank: int, item: Brief, width: int = 100, evidence_lines: int = 6) -> str:
     """One experience of a compact answer (`codemem.compact`): what a person acts on, then
     the evidence that matched best, its first lines."""

@@ -15,10 +15,10 @@ A memory has nothing closely related to a query when
 - no item found holds more than half of the query's telling words (`fields.words`: no
   function or template words; cut to their first letters as `subjects.STEM` cuts them, so
   "ignoring" meets "ignore_conflicts"), each weighted by its rarity among the memory's
-  experiences (`fields.idf_of`; a word the memory never uses weighs as the rarest): a related text shares
-  most of what a question is about, while a question about something else meets, in a large
-  history, at most a few common words ("lower", "back") in an item about something else,
-  and a string of invented words meets none.
+  experiences (`fields.idf_of`; a word the memory never uses weighs as the rarest): a
+  related text shares most of what a question is about, while a question about something
+  else meets, in a large history, at most a few common words ("lower", "back") in an item
+  about something else, and a string of invented words meets none.
 
 Each condition alone lets a query through, so a real question loses nothing to this test:
 one code reference found, one close text, or one item that holds most of its words. The two
