@@ -14,7 +14,7 @@ import re
 import textwrap
 
 from codemem import times
-from codemem.compact import Brief
+from codemem.compact import Brief, brief
 from codemem.contract.types import Hit
 from codemem.experience.building.render import card_sections
 
@@ -22,6 +22,11 @@ _COMMIT = re.compile(r"Commit (?P<sha>[0-9a-f]{7,40}) by (?P<author>.+?) on (?P<
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 # "(#123)" in a squash subject, "Fixes #12", "PR #7", "owner/repo#9"; not "#include".
 _NUMBER = re.compile(r"(?<![\w&])#(\d+)\b")
+
+
+def format_hit(rank: int, hit: Hit) -> str:
+    """One experience item of a Search answer as `codemem search` prints it: made brief."""
+    return format_brief(rank, brief(hit))
 
 
 def format_brief(rank: int, item: Brief, width: int = 100, evidence_lines: int = 6) -> str:

@@ -85,6 +85,13 @@ def card_and_evidence(hit: Hit) -> tuple[str, str, str]:
     return card, label[1:-1], body
 
 
+def brief(hit: Hit, share: int = MAX_ITEM_CHARS) -> Brief:
+    """One experience item made brief within `share` characters (`CARD_SHARE` for its card)."""
+    card, label, evidence = card_and_evidence(hit)
+    card_chars = int(share * CARD_SHARE)
+    return Brief(hit, brief_card(card, card_chars), label, clip_middle(evidence, share - card_chars)[0] if evidence else "")
+
+
 def compact(hits: Sequence[Hit], top_k: int, budget_tokens: int, render: Callable[[Brief], str],
             asked: int | None = None, quiet_below: float = 0.0) -> CompactAnswer:
     """The experiences of `hits` (a Search answer, best first; loose evidence items are left
@@ -99,9 +106,7 @@ def compact(hits: Sequence[Hit], top_k: int, budget_tokens: int, render: Callabl
     shown: list[Brief] = []
     used = 0
     for hit in experiences[:top_k]:
-        card, label, evidence = card_and_evidence(hit)
-        item = Brief(hit, brief_card(card, int(share * CARD_SHARE)), label,
-                     clip_middle(evidence, share - int(share * CARD_SHARE))[0] if evidence else "")
+        item = brief(hit, share)
         size = len(render(item))
         if shown and room and used + size > room:
             break

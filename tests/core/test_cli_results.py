@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cli.results import format_brief
+from cli.results import format_hit
 from codemem import compact
 from codemem.contract.types import Hit
 from integrations import mcp_text
@@ -19,11 +19,6 @@ SESSION_CARD = (
     "## Root cause\n- area multiplied by 2 instead of squaring\n\n## Edited\nfiles: pkg/shapes.py\n\n"
     "## Tests\npassed: tests/test_shapes.py\n\nEvidence from this session:\n\n[message, user, position 0]\nhello"
 )
-
-
-def format_hit(rank: int, hit: Hit) -> str:
-    """`hit` as `codemem search` prints it: made brief (`codemem.compact`), then formatted."""
-    return format_brief(rank, compact.compact([hit], 1, 0, lambda _: "").shown[0])
 
 
 def _hit(session_id: str, content: str, **meta: object) -> Hit:

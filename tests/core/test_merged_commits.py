@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli.results import format_hit
+from codemem.compact import compact
 from codemem.contract.types import Hit, SearchRequest
 from codemem.importers.git import ingest_git
 from codemem.memory import Memory
@@ -71,7 +72,7 @@ def test_a_merge_found_for_an_inner_commit_names_it_everywhere(memory: Memory, i
     at = lines.index("    matched in this merge:")
     assert lines[at + 1] == f"      {twice[:7]} {SUBJECT_TWICE}"
 
-    text = mcp_text.search_answer([hit], "repo")
+    text = mcp_text.search_answer(compact([hit], 5, 1500, lambda _: ""), "repo", 1500)
     assert f"Commits of this merge that match the query:\n- {twice[:7]} {SUBJECT_TWICE}\n" in text
     assert 'at="2021-05-21T18:00:00Z"' in text
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cli.results import format_hit
+from codemem.compact import compact
 from codemem.contract.types import AddRequest, Hit, Message, SearchRequest
 from codemem.importers.git import ingest_git
 from codemem.memory import Memory
@@ -64,7 +65,8 @@ def test_a_timestamp_past_what_a_date_holds_falls_back_and_nothing_fails(memory:
     hits = _search(memory, "crash in parsers diff")
     assert hits and all(h.created_at == h.metadata["stored_at"] for h in hits)
     assert "stored " in format_hit(1, hits[0])  # the CLI says it has no time of its own
-    assert 'stored="' in mcp_text.search_answer(hits, "u") and ' at="' not in mcp_text.search_answer(hits, "u")
+    text = mcp_text.search_answer(compact(hits, 5, 1500, lambda _: ""), "u", 1500)
+    assert 'stored="' in text and ' at="' not in text
     assert iso(MAX_MS) == "9999-12-31T23:59:59.999Z"
 
 
