@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from codemem import compact
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.errors import CodememError
+from codemem.errors import CodememError, Conflict
 from codemem.git.repo_id import repo_user_id
 from integrations import mcp_text
 
@@ -192,10 +192,18 @@ def build_server(memory: LazyMemory, cwd: str) -> MCPServer:
             request_id=f"remember:{key_of(session, digest)}", user_id=user, session_id=session,
             messages=[Message(role=m.role, content=m.content, timestamp=now) for m in notes],
         )
-        with _reported():
-            result = memory.get().add(req)
+        already = f"Already remembered: session {session} of {user} holds this content; nothing stored twice."
+        try:
+            with _reported():
+                result = memory.get().add(req)
+        except ToolError as exc:
+            # Its request_id names the content, so another body under it is this content sent at
+            # another time (its messages' timestamps differ): stored already.
+            if isinstance(exc.__cause__, Conflict):
+                return already
+            raise
         if result.duplicate:
-            return f"Already remembered: session {session} of {user} holds this content; nothing stored twice."
+            return already
         return f"Remembered {len(notes)} message(s) as session {session} in the memory of {user}."
 
     @server.tool(annotations=IDEMPOTENT, structured_output=False)

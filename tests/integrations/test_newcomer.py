@@ -104,7 +104,7 @@ def test_the_readme_start_here_runs_as_written(tmp_path: Path, embedder: MiniLME
     assert args[:5] == ["mcp", "add", "--scope", "user", "codemem"] and args[5] == "--"
     assert args[6:] == [str(home / ".local" / "bin" / "codemem"), "mcp"]
     found, opened = anyio.run(_through_mcp, args[6:], repo, env, sha.group(1))
-    assert f"from the memory of {USER}, best first" in found.splitlines()[0]
+    assert f"found in the memory of {USER}, best first" in found.splitlines()[0]
     assert "Fix ZeroDivisionError in divide" in found.split("</experience>")[0]
     assert opened.startswith("Experience git:" + sha.group(1))  # the SHA as `codemem search` printed it
 
