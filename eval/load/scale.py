@@ -11,12 +11,13 @@ one session (its instance_id; the other users' session_ids add `@user`, so that 
 theirs in user 0's answers shows), `--chunk` messages an Add, `--concurrency` sessions at a time.
 After each user: the server's memory (RssAnon and RssFile from /proc, its peak during the
 ingest), the data directory's size on disk, Add tokens/s (tokens = characters / 4 of the
-messages' text), then user 0's labelled tasks (`links_dev.json`, 62) Searched (top_k 100):
+messages' text) by the wall clock and per CPU-second of the server, then user 0's labelled tasks (`links_dev.json`, 62) Searched (top_k 100):
 Search p50/p95 and hit@1 at trajectory level (`eval.replay.metrics`), items of other users
 in the answers (isolation: none), and how many answers' first session, and whole session
 order, are the ones user 0 got when it was alone (BM25's statistics are the table's, so other
-users' rows may reorder the tail of an answer); then `--idle-s` seconds with no request and the memory again. Writes
-`eval/results/scale.{json,png}`; 10 users take ~25 min on the shared 2-core machine.
+users' rows may reorder the tail of an answer); then `--idle-s` seconds with no request and
+the memory again. Writes `eval/results/scale.{json,png}`; 10 users take ~35 min on the
+shared 2-core machine.
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ import msgspec
 
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import header, provenance, write_result
-from eval._server import Server, post_retrying, running_server, shield_from_stray_sigterm
+from eval._server import (
+    Server,
+    post_retrying,
+    proc_cpu_s,
+    running_server,
+    shield_from_stray_sigterm,
+)
 from eval._stats import percentile
 from eval.replay.data import Task, Trajectory, iter_trajectories, load_tasks
 from eval.replay.ingest import post_add
@@ -230,7 +237,10 @@ def main(argv: list[str] | None = None) -> None:
             for u in range(args.users):
                 user = f"scale-{u:03d}"  # FIRST_USER for u = 0
                 sampler.take()
+                cpu0 = proc_cpu_s(srv.pid)
                 ing = ingest_user(srv, user, trajectories, args.chunk, args.concurrency)
+                cpu1 = proc_cpu_s(srv.pid)
+                cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
                 after = proc_memory(srv.pid)
                 peak = sampler.take()
                 search, answers = search_user(srv, FIRST_USER, tasks)
@@ -243,6 +253,11 @@ def main(argv: list[str] | None = None) -> None:
                 row = {
                     "users": u + 1, "tokens_total": round(tokens * (u + 1)),
                     "ingest": ing, "add_tokens_per_s": round(tokens / ing["wall_s"]),
+                    # The server's CPU seconds for the ingest (all its threads): what a busy
+                    # shared machine changes least; tokens per CPU-second times the cores it
+                    # could use is what it would take in on a machine of its own.
+                    "server_cpu_s": None if cpu is None else round(cpu, 1),
+                    "add_tokens_per_cpu_s": None if not cpu else round(tokens / cpu),
                     "memory": {"rss_anon_gb": gb(after.get("RssAnon")), "rss_file_gb": gb(after.get("RssFile")),
                                "peak_rss_anon_gb": gb(peak), "idle_rss_anon_gb": gb(idle.get("RssAnon"))},
                     "disk_gb": gb(disk_bytes(srv.data_dir)),
@@ -265,6 +280,7 @@ def main(argv: list[str] | None = None) -> None:
         "checkpoints": checkpoints,
         "summary": {
             "add_tokens_per_s_mean": round(sum(c["add_tokens_per_s"] for c in checkpoints) / len(checkpoints)),
+            "add_tokens_per_cpu_s_mean": round(sum(c["add_tokens_per_cpu_s"] or 0 for c in checkpoints) / len(checkpoints)),
             "idle_rss_anon_gb": {str(c["users"]): c["memory"]["idle_rss_anon_gb"] for c in checkpoints},
             "search_p95_ms_1_user": first["search"]["p95_ms"],
             "search_p95_ms_4_users": at4["search"]["p95_ms"] if at4 else None,
