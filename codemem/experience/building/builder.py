@@ -24,7 +24,9 @@ from codemem.experience.building.render import CARD_CHARS, render_card, render_c
 from codemem.experience.building.scratch import scratch_paths
 from codemem.experience.building.steps import build_steps
 from codemem.experience.building.tracker import EditRecord, SessionFacts, Tracker
+from codemem.experience.memo import TextMemo
 from codemem.experience.recognising import reasoning
+from codemem.experience.recognising.events import Event
 from codemem.experience.recognising.message import recognise_events
 from codemem.experience.types import CONVERSATION, Experience, ExperienceCard
 from codemem.timeline.index import FACTS, facts_metadata
@@ -235,12 +237,17 @@ def _conversation_experience(messages: Sequence[Message], task: str, max_chars: 
                       metadata=metadata)
 
 
+# Each Add's rebuild reads the session's earlier messages again: their events are remembered
+# (`experience.memo`; events are frozen, and shared by every reader).
+_EVENTS: TextMemo[tuple[Event, ...]] = TextMemo(lambda text, role: tuple(recognise_events(text, role)))  # type: ignore[arg-type]
+
+
 def build_experience(messages: Sequence[Message], *, max_chars: int = CARD_CHARS) -> Experience:
     """The experience of one session: card, steps and terms; pure and deterministic."""
     tracker = Tracker()
     for position, message in enumerate(messages):
         role: Role = "user" if getattr(message, "role", "user") == "user" else "assistant"
-        tracker.feed(position, role, recognise_events(_message_text(message), role))
+        tracker.feed(position, role, list(_EVENTS(_message_text(message), role)))
     facts = tracker.finish()
     # A message's references, read once per build however many questions ask for them (a
     # 2 MB tool result was read twice), and let go with the build.
