@@ -43,8 +43,8 @@ class Memory:
         self.settings = settings
         self.embedder = embedder or make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
         caches = settings.caches
-        self.store = Store(settings.storage.data_dir, self.embedder.name, self.embedder.dim, caches.index_mb,
-                           caches.metadata_mb)
+        self.store = Store(settings.storage.data_dir, self.embedder.name, self.embedder.dim,
+                           (caches.index_mb, caches.metadata_mb))
         self.indexes = UserIndexes(caches.user_mb << 20)
         self.writing = SessionWriter(settings, self.embedder, self.store, self.indexes)
         self.searcher = Searcher(settings, self.embedder, self.store, self.indexes,

@@ -23,7 +23,7 @@ class UserIndexes:
     the learned ranking asks for them) and conversations with the facts they state; each kind
     held for at most `max_bytes` characters of card rows (`config.Caches.user_mb`)."""
 
-    def __init__(self, max_bytes: int = 256 << 20) -> None:
+    def __init__(self, max_bytes: int) -> None:
         self.locations: CardIndexes[LocationIndex] = CardIndexes(LocationIndex, max_bytes)
         self.subjects: CardIndexes[SubjectIndex] = CardIndexes(SubjectIndex, max_bytes)
         self.releases: CardIndexes[ReleaseIndex] = CardIndexes(ReleaseIndex, max_bytes)

@@ -60,7 +60,7 @@ FTS_INDEXES = ("text_idx", "refs_idx")
 class Store:
     """Opens (or creates) the items table under `uri` and answers the queries the core needs."""
 
-    def __init__(self, uri: str, model: str, dim: int, index_cache_mb: int = 256, metadata_cache_mb: int = 64) -> None:
+    def __init__(self, uri: str, model: str, dim: int, cache_mb: tuple[int, int] | None = None) -> None:
         """Every read sees every commit that landed before it, this process's or another's
         (a second worker, a CLI import beside the server, the Claude Code hook).
 
@@ -73,14 +73,15 @@ class Store:
         another process committed since (`_fresh`). On object storage (no shared file)
         every read checks with LanceDB.
 
-        `index_cache_mb` and `metadata_cache_mb` bound LanceDB's caches (`config.Caches`)."""
+        `cache_mb` bounds LanceDB's index and metadata caches (`config.Caches`; None: LanceDB's
+        own sizes, for a short-lived process)."""
         self.locks = Locks(uri)
         self._fresh_lock = threading.Lock()
         self._seen = self.locks.commits.generation()  # before opening: the handle holds at least these
         interval = timedelta(0) if self._seen is None else None
-        # LanceDB's caches, bounded (`config.Caches`): their defaults let them grow with every commit.
-        self.cache = lancedb.Session(index_cache_size_bytes=index_cache_mb << 20,
-                                     metadata_cache_size_bytes=metadata_cache_mb << 20)
+        # LanceDB's caches, bounded: their defaults let them grow with every commit.
+        self.cache = None if cache_mb is None else lancedb.Session(
+            index_cache_size_bytes=cache_mb[0] << 20, metadata_cache_size_bytes=cache_mb[1] << 20)
         self.db = lancedb.connect(uri, read_consistency_interval=interval, session=self.cache)
         self.schema = items_schema(model, dim)
         self._index_lock = threading.Lock()
