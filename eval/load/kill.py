@@ -29,13 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import msgspec
 
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import provenance, write_result
 from eval._server import Server, running_server, shield_from_stray_sigterm
 from eval.replay.data import Trajectory, iter_trajectories, load_tasks
-from eval.replay.ingest import post_add
+from eval.replay.ingest import post_add, trajectory_adds
 from eval.replay.metrics import CHARS_PER_TOKEN
 
 
@@ -106,11 +105,8 @@ def main(argv: list[str] | None = None) -> None:
 
     def send(unit: tuple[str, Trajectory]) -> None:
         user, traj = unit
-        msgs = [msgspec.to_builtins(m) for m in traj.messages]
         with httpx.Client(timeout=1800.0, trust_env=False) as client:
-            for start in range(0, len(msgs), args.chunk):
-                request_id, chunk = f"{traj.instance_id}:{start}", msgs[start:start + args.chunk]
-                body = {"user_id": user, "session_id": traj.instance_id, "request_id": request_id, "messages": chunk}
+            for body in trajectory_adds(user, traj.instance_id, traj, args.chunk, traj.instance_id):
                 err: str | None = "not sent"
                 for _ in range(20):  # the server may be down for a while: the platform keeps retrying
                     try:
@@ -121,9 +117,9 @@ def main(argv: list[str] | None = None) -> None:
                         time.sleep(2.0)
                 with lock:
                     if err is None:
-                        acked[key_of(user, request_id)] = len(chunk)
+                        acked[key_of(user, body["request_id"])] = len(body["messages"])
                     else:
-                        errors.append(f"{user} {request_id}: {err}")
+                        errors.append(f"{user} {body['request_id']}: {err}")
 
     searches: dict[str, int] = {}
     with running_server(keep_data=True) as srv:

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import msgspec
 
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import header, provenance, write_result
@@ -46,7 +45,7 @@ from eval._server import (
 )
 from eval._stats import percentile
 from eval.replay.data import Task, Trajectory, iter_trajectories, load_tasks
-from eval.replay.ingest import post_add
+from eval.replay.ingest import post_add, trajectory_adds
 from eval.replay.metrics import CHARS_PER_TOKEN, Item, count_tokens, first_gold_session_rank, hit_at
 
 TOP_K = 100
@@ -113,12 +112,9 @@ def ingest_user(srv: Server, user: str, trajectories: list[Trajectory], chunk: i
     lock = threading.Lock()
 
     def send(traj: Trajectory) -> None:
-        msgs = [msgspec.to_builtins(m) for m in traj.messages]
         with httpx.Client(timeout=1800.0, trust_env=False) as client:
-            for start in range(0, len(msgs), chunk):
-                body = {"user_id": user, "session_id": session_id(user, traj.instance_id),
-                        "request_id": f"{user}:{traj.instance_id}:{start}",
-                        "messages": msgs[start:start + chunk]}
+            for body in trajectory_adds(user, session_id(user, traj.instance_id), traj, chunk,
+                                        f"{user}:{traj.instance_id}"):
                 try:
                     err, dt = post_add(client, srv, body)
                 except Exception as exc:  # noqa: BLE001 - recorded, the run goes on

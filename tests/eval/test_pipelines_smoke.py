@@ -50,7 +50,7 @@ PIPELINES: dict[str, tuple[bool, list[str]]] = {
                        "--data", str(SWE_LITE), "--out", "{out}/restart"]),
     "scale": (True, ["--users", "2", "--trajectories", "3", "--tasks", "2", "--idle-s", "1", "--data", str(SWE_LITE),
                      "--out", "{out}/scale.json"]),
-    "kill": (True, ["--users", "2", "--trajectories", "8", "--kill-every", "2,4", "--data", str(SWE_LITE),
+    "kill": (True, ["--users", "2", "--trajectories", "10", "--kill-every", "1,2", "--data", str(SWE_LITE),
                     "--out", "{out}/kill.json"]),
 }
 
