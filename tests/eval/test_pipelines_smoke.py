@@ -215,7 +215,7 @@ def test_scale_smoke(runs: dict[str, Run]) -> None:
     _has_provenance(result, "eval.load.scale")
     first, second = result["checkpoints"]
     assert (first["users"], second["users"]) == (1, 2) and result["summary"]["add_errors"] == 0
-    assert second["tokens_total"] == 2 * first["tokens_total"] > 0
+    assert abs(second["tokens_total"] - 2 * first["tokens_total"]) <= 1 and first["tokens_total"] > 0
     for cp in (first, second):
         assert cp["memory"]["rss_anon_gb"] > 0 and cp["memory"]["idle_rss_anon_gb"] > 0 and cp["disk_gb"] > 0
         assert cp["search"]["queries"] == 2 and cp["search"]["errors"] == 0 and cp["search"]["foreign_items"] == 0
