@@ -296,7 +296,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("large_messages.json", "one 2 MB message per Add: slowest of each shape, then found by a Search",
            lambda r: ", ".join(f"{name} {s['add_s_max']} s ({s['found']}/{s['runs']} found)"
                                for name, s in r["shapes"].items()) + f" (target {r['target_s']:.0f} s)"),
-    Figure("large_messages-main.json", "the same on the code before issue 42 (its commit, one run each, minutes before)",
+    Figure("large_messages-main.json", "the same on the code before issue 42 (its commit, one run each, minutes apart)",
            lambda r: ", ".join(f"{name} {s['add_s_max']} s" for name, s in r["shapes"].items())),
     Figure("read-check.json", "one row read on a store of many versions, with and without the version check",
            lambda r: ", ".join(f"{k} {v['cpu_ms']} ms CPU" for k, v in r["per_read"].items())),
