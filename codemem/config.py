@@ -1,7 +1,7 @@
 """All settings in one tree, read from the environment; CLI flags override them.
 
 `Settings` nests its parts by concern (where the data lives, the server, the embedding model,
-writes, background maintenance, request limits, search). Every `CODEMEM_*` variable maps onto
+writes, what is kept in memory, background maintenance, request limits, search). Every `CODEMEM_*` variable maps onto
 one leaf of the tree in `VARIABLES`, the one place names meet paths; the README's
 configuration table lists them (a test keeps the two in step).
 """
@@ -128,6 +128,32 @@ class Writes:
 
 
 @dataclass(frozen=True)
+class Caches:
+    """What a long-running process keeps in memory beyond what each request needs, each part
+    bounded, so that its memory stays flat however many users and tokens it takes in
+    (`eval.load.scale` measures it)."""
+
+    # LanceDB's caches of index pages (full-text posting lists, scalar indexes) and of table
+    # metadata (manifests, fragment lists). Their defaults (GBs) let them grow with every
+    # commit an ingest made; least recently used entries go past these sizes.
+    index_mb: int = 256
+    metadata_mb: int = 64
+    # What is kept of a session for its next chunks (its stored state, its messages for the
+    # next rebuild) goes once the session has had no Add for `session_s` seconds; the
+    # messages kept for all sessions together stay under `session_mb` MB of text.
+    session_s: float = 20.0
+    session_mb: int = 64
+    # Each user's card indexes (code locations, subjects, releases, fields, conversations)
+    # are built on a Search and kept while this many MB of card text (per kind of index)
+    # covers them; the least recently searched user's are let go first.
+    user_mb: int = 256
+
+    def __post_init__(self) -> None:
+        _at_least(self, 1, "index_mb", "metadata_mb", "session_mb", "user_mb")
+        _at_least(self, 0, "session_s")
+
+
+@dataclass(frozen=True)
 class Maintenance:
     """When the background compactor compacts (`Settings.maintenance`)."""
 
@@ -206,6 +232,7 @@ class Settings(ConfigTree):
     server: Server = field(default_factory=Server)
     embedding: Embedding = field(default_factory=Embedding)
     writes: Writes = field(default_factory=Writes)
+    caches: Caches = field(default_factory=Caches)
     maintenance: Maintenance = field(default_factory=Maintenance)
     limits: Limits = field(default_factory=Limits)
     search: SearchSettings = field(default_factory=SearchSettings)
@@ -311,6 +338,11 @@ VARIABLES: dict[str, Variable] = {
     "CODEMEM_ONNX_QUERIES": Variable("embedding.onnx_queries", _flag),
     "CODEMEM_WRITE_BATCH_ROWS": Variable("writes.batch_rows", int),
     "CODEMEM_REFRESH_QUIET_S": Variable("writes.refresh_quiet_s", float),
+    "CODEMEM_INDEX_CACHE_MB": Variable("caches.index_mb", int),
+    "CODEMEM_METADATA_CACHE_MB": Variable("caches.metadata_mb", int),
+    "CODEMEM_SESSION_CACHE_S": Variable("caches.session_s", float),
+    "CODEMEM_SESSION_CACHE_MB": Variable("caches.session_mb", int),
+    "CODEMEM_USER_CACHE_MB": Variable("caches.user_mb", int),
     "CODEMEM_COMPACT_INTERVAL_S": Variable("maintenance.interval_s", float),
     "CODEMEM_COMPACT_MIN_WRITES": Variable("maintenance.min_writes", int),
     "CODEMEM_COMPACT_MAX_SMALL_FRAGMENTS": Variable("maintenance.max_small_fragments", int),

@@ -42,8 +42,10 @@ class Memory:
         """`search`: how to search (default: the settings' `search.config()`)."""
         self.settings = settings
         self.embedder = embedder or make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
-        self.store = Store(settings.storage.data_dir, self.embedder.name, self.embedder.dim)
-        self.indexes = UserIndexes()
+        caches = settings.caches
+        self.store = Store(settings.storage.data_dir, self.embedder.name, self.embedder.dim,
+                           (caches.index_mb, caches.metadata_mb))
+        self.indexes = UserIndexes(caches.user_mb << 20)
         self.writing = SessionWriter(settings, self.embedder, self.store, self.indexes)
         self.searcher = Searcher(settings, self.embedder, self.store, self.indexes,
                                  search or settings.search.config())

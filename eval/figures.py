@@ -63,6 +63,10 @@ FILE_LABELS: dict[str, str] = {
     "load-64x256-shed.json": "measurement",
     "load-cold.json": "measurement",
     "read-check.json": "measurement",
+    "scale.json": "measurement",
+    "kill.json": "measurement",
+    "large_messages.json": "measurement",
+    "large_messages-main.json": "measurement",
 }
 
 # Result files whose command is retired (kept in git history), with the script's old path.
@@ -159,6 +163,25 @@ def restart(r: Result) -> str:
     m = r["measured"]
     return (f"compactor off p95 {ms(m['uncompacted']['p95'])}; after restart p95 {ms(m['restart']['after']['p95'])} "
             f"vs compacted store p95 {ms(m['compacted']['p95'])} ({m['after_vs_compacted_p50']}x p50)")
+
+
+def scale_at(users: int) -> Callable[[Result], str]:
+    def read(r: Result) -> str:
+        c = next(c for c in r["checkpoints"] if c["users"] == users)
+        m, q = c["memory"], c["search"]
+        return (f"{c['tokens_total'] / 1e6:.0f}M tokens: RssAnon {m['rss_anon_gb']:.2f} GB after the ingest, "
+                f"{m['idle_rss_anon_gb']:.2f} GB after {r['idle_s']:.0f} s idle; disk {c['disk_gb']:.2f} GB; "
+                f"user 0's Search p50 {ms(q['p50_ms'])}, p95 {ms(q['p95_ms'])}, hit@1 {q['hit1']:.3f}, "
+                f"other users' items {q['foreign_items']}; load {c['loadavg'][0]}")
+    return read
+
+
+def scale_add(r: Result) -> str:
+    rows = r["checkpoints"]
+    return (f"{r['summary']['add_tokens_per_s_mean'] / 1000:.0f}k tokens/s by the wall clock on the shared machine "
+            f"(load {min(c['loadavg'][0] for c in rows)}-{max(c['loadavg'][0] for c in rows)}), "
+            f"{r['summary']['add_tokens_per_cpu_s_mean'] / 1000:.0f}k tokens per server CPU-second; "
+            f"{r['summary']['add_errors']} errors")
 
 
 def experience_files(r: Result) -> str:
@@ -267,6 +290,19 @@ FIGURES: tuple[Figure, ...] = (
     Figure("ui_latency.json", "the /ui pages over 300 experiences, worst p95",
            lambda r: f"{r['worst_p95_ms']:.0f} ms (target {r['target_p95_ms']:.0f} ms)"),
     Figure("experience_stats.json", "experience cards of the 300 trajectories", experience_files),
+    Figure("scale.json", "N users x one instance (300 trajectories) into one server: 1 user", scale_at(1)),
+    Figure("scale.json", "the same, 4 users", scale_at(4)),
+    Figure("scale.json", "the same, 10 users", scale_at(10)),
+    Figure("scale.json", "Add throughput over the scale run, 8 sessions at a time", scale_add),
+    Figure("kill.json", "a multi-user ingest SIGKILLed at random points, restarted each time",
+           lambda r: f"{r['users']} users, {r['tokens_total'] / 1e6:.0f}M tokens, {r['kill_count']} kills: "
+                     f"{r['acknowledged']:,} Adds acknowledged, {r['acknowledged_lost']} lost, "
+                     f"{r['acknowledged_stored_twice']} stored twice"),
+    Figure("large_messages.json", "one 2 MB message per Add: slowest of each shape, then found by a Search",
+           lambda r: ", ".join(f"{name} {s['add_s_max']} s ({s['found']}/{s['runs']} found)"
+                               for name, s in r["shapes"].items()) + f" (target {r['target_s']:.0f} s)"),
+    Figure("large_messages-main.json", "the same on the code before issue 42 (its commit, one run each, minutes apart)",
+           lambda r: ", ".join(f"{name} {s['add_s_max']} s" for name, s in r["shapes"].items())),
     Figure("read-check.json", "one row read on a store of many versions, with and without the version check",
            lambda r: ", ".join(f"{k} {v['cpu_ms']} ms CPU" for k, v in r["per_read"].items())),
 )

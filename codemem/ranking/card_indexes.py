@@ -6,7 +6,9 @@ made the next Search re-read and re-parse all of the user's cards: most of a Sea
 time under mixed load. Here each user's index is read once and then updated with
 the cards this process commits (`put`); it is read again after rows are deleted (`forget`)
 and once it is `max_age_s` old, so cards another process wrote (a CLI import beside the
-server, another worker) count from then on.
+server, another worker) count from then on. The indexes held stay within a bound on the
+card text they cover: the least recently searched user's go first, and are read again by
+that user's next Search.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
 
@@ -52,20 +55,30 @@ class _Held(Generic[IndexT]):
     index: IndexT
     built_at: float
     version: int | None  # the store's change count when its read began (None: not known)
+    sizes: dict[str, int] = field(default_factory=dict)  # each session's card: characters held
+
+    def take(self, cards: Iterable[Mapping[str, Any]]) -> int:
+        """Count these cards (each replacing its session's); returns the change in characters."""
+        before = sum(self.sizes.values())
+        for card in cards:
+            self.sizes[str(card.get("session_key", ""))] = sum(len(v) for v in card.values() if isinstance(v, str))
+        return sum(self.sizes.values()) - before
 
 
 class CardIndexes(Generic[IndexT]):
     """Each user's index, read from the store once, then kept current by the cards this
     process writes (`put`). It is read again after `forget` (rows deleted) and once it
     is `max_age_s` old: cards other processes wrote (a CLI import beside the server, another
-    worker) count from then on."""
+    worker) count from then on. The indexes held cover at most `max_bytes` characters of card
+    rows (an index's own size follows its cards'); past that the least recently used go."""
 
-    def __init__(self, kind: type[IndexT], max_users: int = 64, max_age_s: float = 1.0,
+    def __init__(self, kind: type[IndexT], max_bytes: int = 256 << 20, max_age_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._kind = kind
         self._lock = threading.Lock()
-        self._built: dict[str, _Held[IndexT]] = {}
-        self._max_users = max_users
+        self._built: OrderedDict[str, _Held[IndexT]] = OrderedDict()  # least recently used first
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._max_age_s = max_age_s
         self._clock = clock
         # While a user's cards are being read: how many reads run, and the cards `put`
@@ -85,27 +98,33 @@ class CardIndexes(Generic[IndexT]):
             held = self._built.get(user_key)
             if held is not None and ((version is not None and held.version == version)
                                      or self._clock() - held.built_at < self._max_age_s):
+                self._built.move_to_end(user_key)
                 return held.index
             self._reading[user_key] = self._reading.get(user_key, 0) + 1
             put = self._put_while_reading.setdefault(user_key, [])
             seen, forgets, started = len(put), self._forgets, self._clock()
         try:
-            index = self._kind.of_cards(read_cards())
+            cards = list(read_cards())
+            index = self._kind.of_cards(cards)
         finally:
             with self._lock:
                 missed = put[seen:]
                 self._reading[user_key] -= 1
                 if not self._reading[user_key]:
                     del self._reading[user_key], self._put_while_reading[user_key]
-        for cards in missed:
-            index = index.with_cards(cards)  # a card the read holds already is replaced by itself
+        built = _Held(index, started, version)
+        built.take(cards)
+        for more in missed:
+            built.index = built.index.with_cards(more)  # a card the read holds already is replaced by itself
+            built.take(more)
         with self._lock:
             if forgets != self._forgets:
-                return index  # rows were deleted meanwhile: read again next time
-            if len(self._built) >= self._max_users and user_key not in self._built:
-                self._built.pop(next(iter(self._built)))
-            self._built[user_key] = _Held(index, started, version)
-        return index
+                return built.index  # rows were deleted meanwhile: read again next time
+            self._drop(user_key)
+            self._built[user_key] = built
+            self._bytes += sum(built.sizes.values())
+            self._evict(user_key)
+        return built.index
 
     def put(self, user_key: str, cards: Sequence[Mapping[str, Any]]) -> None:
         """Cards of `user_key` this process has just committed (new or replacing others)."""
@@ -114,6 +133,8 @@ class CardIndexes(Generic[IndexT]):
                 self._put_while_reading[user_key].append(cards)
             if (held := self._built.get(user_key)) is not None:
                 held.index = held.index.with_cards(cards)
+                self._bytes += held.take(cards)
+                self._evict(user_key)
 
     def forget(self, user_key: str | None = None) -> None:
         """Read `user_key`'s index (every user's: None) again at its next use: rows were deleted."""
@@ -121,5 +142,23 @@ class CardIndexes(Generic[IndexT]):
             self._forgets += 1
             if user_key is None:
                 self._built.clear()
+                self._bytes = 0
             else:
-                self._built.pop(user_key, None)
+                self._drop(user_key)
+
+    @property
+    def held_bytes(self) -> int:
+        """The characters of card rows the indexes held cover."""
+        return self._bytes
+
+    def _drop(self, user_key: str) -> None:
+        """Let one user's index go; the caller holds the lock."""
+        if (held := self._built.pop(user_key, None)) is not None:
+            self._bytes -= sum(held.sizes.values())
+
+    def _evict(self, keep: str) -> None:
+        """The least recently used indexes out until the rest fit (`keep`, just used, stays);
+        the caller holds the lock."""
+        while self._bytes > self._max_bytes and len(self._built) > 1:
+            oldest = next(iter(self._built))
+            self._drop(oldest if oldest != keep else list(self._built)[1])

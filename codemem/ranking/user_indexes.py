@@ -9,7 +9,6 @@ indexes (`card_indexes.CardIndexes` says how each is kept current).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from codemem.ranking.card_indexes import CardIndexes
 from codemem.ranking.fields import FieldIndex
@@ -19,16 +18,17 @@ from codemem.ranking.subjects import SubjectIndex
 from codemem.timeline.index import DialogueIndex
 
 
-@dataclass
 class UserIndexes:
     """Each user's code locations, commit subjects, releases, card fields (built only where
-    the learned ranking asks for them) and conversations with the facts they state."""
+    the learned ranking asks for them) and conversations with the facts they state; each kind
+    held for at most `max_bytes` characters of card rows (`config.Caches.user_mb`)."""
 
-    locations: CardIndexes[LocationIndex] = field(default_factory=lambda: CardIndexes(LocationIndex))
-    subjects: CardIndexes[SubjectIndex] = field(default_factory=lambda: CardIndexes(SubjectIndex))
-    releases: CardIndexes[ReleaseIndex] = field(default_factory=lambda: CardIndexes(ReleaseIndex))
-    fields: CardIndexes[FieldIndex] = field(default_factory=lambda: CardIndexes(FieldIndex))
-    dialogue: CardIndexes[DialogueIndex] = field(default_factory=lambda: CardIndexes(DialogueIndex))
+    def __init__(self, max_bytes: int) -> None:
+        self.locations: CardIndexes[LocationIndex] = CardIndexes(LocationIndex, max_bytes)
+        self.subjects: CardIndexes[SubjectIndex] = CardIndexes(SubjectIndex, max_bytes)
+        self.releases: CardIndexes[ReleaseIndex] = CardIndexes(ReleaseIndex, max_bytes)
+        self.fields: CardIndexes[FieldIndex] = CardIndexes(FieldIndex, max_bytes)
+        self.dialogue: CardIndexes[DialogueIndex] = CardIndexes(DialogueIndex, max_bytes)
 
     def put(self, user_key: str, cards: Sequence[Mapping[str, object]]) -> None:
         """Cards of `user_key` just committed: each index takes them in."""

@@ -60,7 +60,7 @@ FTS_INDEXES = ("text_idx", "refs_idx")
 class Store:
     """Opens (or creates) the items table under `uri` and answers the queries the core needs."""
 
-    def __init__(self, uri: str, model: str, dim: int) -> None:
+    def __init__(self, uri: str, model: str, dim: int, cache_mb: tuple[int, int] | None = None) -> None:
         """Every read sees every commit that landed before it, this process's or another's
         (a second worker, a CLI import beside the server, the Claude Code hook).
 
@@ -71,12 +71,18 @@ class Store:
         lock file all processes share (`Locks.count_commit`), and a read first compares that
         count, 8 bytes, with the one this process's handle is current at; it checks out the latest version only when
         another process committed since (`_fresh`). On object storage (no shared file)
-        every read checks with LanceDB."""
+        every read checks with LanceDB.
+
+        `cache_mb` bounds LanceDB's index and metadata caches (`config.Caches`; None: LanceDB's
+        own sizes, for a short-lived process)."""
         self.locks = Locks(uri)
         self._fresh_lock = threading.Lock()
         self._seen = self.locks.commits.generation()  # before opening: the handle holds at least these
         interval = timedelta(0) if self._seen is None else None
-        self.db = lancedb.connect(uri, read_consistency_interval=interval)
+        # LanceDB's caches, bounded: their defaults let them grow with every commit.
+        self.cache = None if cache_mb is None else lancedb.Session(
+            index_cache_size_bytes=cache_mb[0] << 20, metadata_cache_size_bytes=cache_mb[1] << 20)
+        self.db = lancedb.connect(uri, read_consistency_interval=interval, session=self.cache)
         self.schema = items_schema(model, dim)
         self._index_lock = threading.Lock()
         self.claims = RequestClaims(uri) if uri.startswith("s3://") else None

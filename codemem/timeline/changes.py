@@ -119,8 +119,10 @@ def _tokens(sentence: str) -> list[_Tok]:
     for m in _TOKEN.finditer(sentence):
         raw = m.group()
         text = raw.strip("`")
-        before = sentence[: m.start()].rstrip()
-        first = not before or before.endswith((":", '"', "(", "\u2014"))
+        k = m.start()  # the text before the token, less its trailing spaces, ends at k (no copy)
+        while k and sentence[k - 1].isspace():
+            k -= 1
+        first = not k or sentence[k - 1] in ':"(\u2014'
         joined = bool(out) and not sentence[out[-1].end : m.start()].strip()
         out.append(_Tok(text, m.start(), m.end(), raw.startswith("`") or _looks_like_name(text, first), joined))
     return out

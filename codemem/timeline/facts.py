@@ -87,6 +87,10 @@ _VAGUE = {"it", "them", "that", "this", "something", "things", "stuff", "one", "
           "up", "back", "down", "over", "off", "again", "home", "work", "some", "and", "or"}
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _FULL_STOP = re.compile(r"(?<=[.!?])\s+|\n+")  # a sentence whose clauses a semicolon joins
+# A statement of a choice is a sentence of human length; a longer run with no full stop is
+# not prose (a minified JSON document, a log line, a pasted blob), and reading it clause by
+# clause cost far more than the rest of its Add.
+MAX_SENTENCE_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,8 @@ def facts(text: str) -> list[Fact]:
 def _facts(text: str) -> tuple[Fact, ...]:
     out: list[Fact] = []
     for full in _FULL_STOP.split(text):
+        if len(full) > MAX_SENTENCE_CHARS:
+            continue
         start = len(out)
         _phrased(full, out)
         if "?" in full:

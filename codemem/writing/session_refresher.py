@@ -25,8 +25,11 @@ class SessionRefresher:
     itself."""
 
     def __init__(self, refresh: Callable[[str, str], None], quiet_s: float = 2.0, max_quiet_s: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, tick: Callable[[], None] | None = None) -> None:
+        """`tick` runs after each round of due rebuilds (about every second): the writer's
+        housekeeping of what it keeps of quiet sessions."""
         self._refresh = refresh
+        self._tick = tick
         self.quiet_s = quiet_s
         self.max_quiet_s = max_quiet_s
         self._clock = clock
@@ -78,3 +81,8 @@ class SessionRefresher:
     def _loop(self) -> None:
         while not self._stop.wait(min(1.0, self.quiet_s)):
             self.flush(only_due=True)
+            if self._tick is not None:
+                try:
+                    self._tick()
+                except Exception:  # noqa: BLE001 - housekeeping must not stop the rebuilds
+                    log.exception("session housekeeping failed")

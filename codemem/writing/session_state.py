@@ -7,8 +7,9 @@ writes.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -85,14 +86,20 @@ class StateCache:
     (a user's, a purge) raise the `deletes` generation, which drops every entry, and hold
     the `deletes` lock while they run, when nothing is used or kept (what is read then may be
     going; a deleter that dies midway leaves the generation raised). Without
-    lock files (object storage) nothing is kept. Bounded by sessions, least recent out first.
+    lock files (object storage) nothing is kept. Bounded by sessions, least recent out first,
+    and an entry goes once its session has been quiet for `max_idle_s` (`expire`): it serves
+    a session's next chunks, and a session gone quiet reads its state once more if it comes back.
 
-    Every method is called holding the session's lock."""
+    Every method but `expire` is called holding the session's lock."""
 
-    def __init__(self, locks: Locks, max_sessions: int = 2048) -> None:
+    def __init__(self, locks: Locks, max_sessions: int = 2048, max_idle_s: float = 20.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.locks = locks
         self.max_sessions = max_sessions
+        self.max_idle_s = max_idle_s
+        self._clock = clock
         self._entries: OrderedDict[str, SessionState] = OrderedDict()
+        self._used: dict[str, float] = {}  # when each entry was last read or written
         self._by_stripe: dict[int, set[str]] = {}
         self._seen: dict[int, int] = {}  # each stripe's generation the entries are current at
         self._deletes: int | None = None
@@ -118,6 +125,7 @@ class StateCache:
             entry = self._entries.get(session_key)
             if entry is not None:
                 self._entries.move_to_end(session_key)
+                self._used[session_key] = self._clock()
             return entry
 
     def writing(self, session_key: str) -> None:
@@ -144,17 +152,33 @@ class StateCache:
             if held or self.locks.stripe(session_key) not in self._seen:
                 return
             self._entries[session_key] = state
+            self._used[session_key] = self._clock()
             self._by_stripe.setdefault(self.locks.stripe(session_key), set()).add(session_key)
             while len(self._entries) > self.max_sessions:
                 self._drop(next(iter(self._entries)))
 
+    def expire(self) -> int:
+        """Drop the entries of sessions quiet for `max_idle_s`; returns how many went."""
+        cutoff = self._clock() - self.max_idle_s
+        with self._lock:
+            gone = 0
+            while self._entries and self._used.get(key := next(iter(self._entries)), 0.0) <= cutoff:
+                self._drop(key)
+                gone += 1
+            return gone
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def _clear(self) -> None:
         self._entries.clear()
+        self._used.clear()
         self._by_stripe.clear()
         self._seen.clear()
 
     def _drop(self, session_key: str) -> None:
         """Remove one entry; the caller holds the lock."""
+        self._used.pop(session_key, None)
         if self._entries.pop(session_key, None) is not None:
             self._by_stripe.get(self.locks.stripe(session_key), set()).discard(session_key)
 
@@ -182,12 +206,18 @@ class MessageCache:
 
     An entry is used only when it holds exactly as many messages as the store does, so a
     failed write, or another process adding to the same session, makes it reload rather
-    than build from a wrong history. Bounded by total characters, least recent out first.
+    than build from a wrong history. Bounded by total characters, least recent out first, and
+    an entry goes once its session has been quiet for `max_idle_s` (`expire`): it spares the
+    session's next chunks a read, and a session gone quiet has none coming soon.
     """
 
-    def __init__(self, max_chars: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, max_chars: int = 64 * 1024 * 1024, max_idle_s: float = 20.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.max_chars = max_chars
-        self._entries: OrderedDict[str, tuple[list[Message], int]] = OrderedDict()
+        self.max_idle_s = max_idle_s
+        self._clock = clock
+        # session -> (its messages, their characters, when it was last read or written)
+        self._entries: OrderedDict[str, tuple[list[Message], int, float]] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
 
@@ -198,6 +228,7 @@ class MessageCache:
         with self._lock:
             entry = self._entries.get(session_key)
             if entry is not None and len(entry[0]) == stored:
+                self._entries[session_key] = (entry[0], entry[1], self._clock())
                 self._entries.move_to_end(session_key)
                 return list(entry[0])
         return stored_messages(store, user_key, session_key)
@@ -208,11 +239,27 @@ class MessageCache:
             self._drop(session_key)
             if size > self.max_chars:
                 return
-            self._entries[session_key] = (messages, size)
+            self._entries[session_key] = (messages, size, self._clock())
             self._chars += size
             while self._chars > self.max_chars:
-                _, (_, dropped) = self._entries.popitem(last=False)
+                _, (_, dropped, _) = self._entries.popitem(last=False)
                 self._chars -= dropped
+
+    def expire(self) -> int:
+        """Drop the messages of sessions quiet for `max_idle_s`; returns how many went."""
+        cutoff = self._clock() - self.max_idle_s
+        with self._lock:
+            gone = 0
+            while self._entries and next(iter(self._entries.values()))[2] <= cutoff:
+                _, (_, dropped, _) = self._entries.popitem(last=False)
+                self._chars -= dropped
+                gone += 1
+            return gone
+
+    @property
+    def chars(self) -> int:
+        """The characters held."""
+        return self._chars
 
     def clear(self) -> None:
         with self._lock:

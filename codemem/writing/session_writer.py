@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import numpy as np
 
+from codemem import heap
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Message
 from codemem.contract.validation import validate_add
@@ -51,8 +52,10 @@ class SessionWriter:
         self._refresher: SessionRefresher | None = None
         self._starting = threading.Lock()
         self._closed = False
-        self._histories = session_state.MessageCache()
-        self._states = session_state.StateCache(store.locks)
+        caches = settings.caches
+        self._histories = session_state.MessageCache(caches.session_mb << 20, caches.session_s)
+        self._states = session_state.StateCache(store.locks, max_idle_s=caches.session_s)
+        self._heap = heap.Releaser()
         # Server workers sharing a local data directory: one of them runs every Add.
         lock_dir = store.locks.root
         self._leader = AddLeader(lock_dir, self._add_here) if settings.server.workers > 1 and lock_dir else None
@@ -78,8 +81,16 @@ class SessionWriter:
                 if self._refresher is None:
                     if self._closed:
                         raise RuntimeError("the store is closed")
-                    self._refresher = SessionRefresher(self.refresh_session, self.settings.writes.refresh_quiet_s)
+                    self._refresher = SessionRefresher(self.refresh_session, self.settings.writes.refresh_quiet_s,
+                                                       tick=self.expire_quiet)
         return self._refresher
+
+    def expire_quiet(self) -> None:
+        """Let go of what is kept for the next chunks of sessions gone quiet (their state and
+        messages), and hand freed memory back to the system once Adds pause."""
+        self._states.expire()
+        self._histories.expire()
+        self._heap.tick()
 
     @property
     def pending(self) -> int:
@@ -147,6 +158,7 @@ class SessionWriter:
                 self._write_session(session_key, before, rows, derived)
                 if derived is None:  # the rebuild waits for the session's quiet time
                     self.refresher.mark(req.user_id, req.session_id)
+        self._heap.active()
         return self._result(req, stored=len(rows))
 
     def _retried(self, req: AddRequest, request_key: str, body: str, state: session_state.SessionState) -> AddResult:

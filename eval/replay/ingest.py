@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -146,6 +146,15 @@ def post_add(client: httpx.Client, srv: Server, body: dict[str, Any], attempts: 
     return f"{body['user_id']} {body['request_id']}: HTTP {r.status_code} {r.text[:200]}", dt
 
 
+def trajectory_adds(user: str, session_id: str, traj: Trajectory, chunk: int, request_prefix: str) -> Iterator[dict[str, Any]]:
+    """One trajectory's Add bodies in order, `chunk` messages each (request_id: the prefix and
+    the chunk's first message)."""
+    msgs = [msgspec.to_builtins(m) for m in traj.messages]
+    for start in range(0, len(msgs), chunk):
+        yield {"user_id": user, "session_id": session_id, "request_id": f"{request_prefix}:{start}",
+               "messages": msgs[start:start + chunk]}
+
+
 def ingest(srv: Server, plan: Plan, chunk: int, concurrency: int) -> IngestReport:
     """Every (user_id, trajectory) of the plan, `concurrency` sessions at a time."""
     units = [(c.user_id, plan.trajectories[i]) for c in plan.conditions for i in c.trajectories]
@@ -156,11 +165,8 @@ def ingest(srv: Server, plan: Plan, chunk: int, concurrency: int) -> IngestRepor
 
     def send(unit: tuple[str, Trajectory]) -> None:
         user, traj = unit
-        msgs = [msgspec.to_builtins(m) for m in traj.messages]
         with httpx.Client(timeout=1800.0, trust_env=False) as client:
-            for start in range(0, len(msgs), chunk):
-                body = {"user_id": user, "session_id": traj.instance_id, "request_id": f"replay:{user}:{traj.instance_id}:{start}",
-                        "messages": msgs[start:start + chunk]}
+            for body in trajectory_adds(user, traj.instance_id, traj, chunk, f"replay:{user}:{traj.instance_id}"):
                 try:
                     err, dt = post_add(client, srv, body)
                 except Exception as exc:  # noqa: BLE001 - recorded, the run goes on

@@ -5,7 +5,8 @@ that does not exist yet used to embed its query and run every retriever; an Add 
 the embedding model (torch) to load, and that load, starved of the GIL by the Searches,
 ended only when they stopped: no Add was answered while Searches kept coming. Here a real
 server starts cold (its query encoder cached, as after any earlier start on the machine),
-Searches run throughout, and every Add must be acknowledged within a bound, then survive a
+Searches run throughout, and every Add client must have Adds acknowledged while the Searches
+are still coming (counted, not timed: how fast is the benchmarks' to say), then survive a
 SIGKILL.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -24,9 +26,6 @@ from tests.server import Server
 
 ADDERS, SEARCHERS, USERS = 4, 16, 4
 LOAD_S = 10.0
-# An Add answered later than this counts as starved: on the old code every first Add waited
-# for the Searches to stop (LOAD_S); warm, an Add on this machine takes well under a second.
-ADD_BOUND_S = 6.0
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +41,13 @@ def cache_home(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedde
     return home
 
 
-async def _load(url: str) -> tuple[list[tuple[str, str, float]], int, list[int]]:
+async def _load(url: str) -> tuple[list[tuple[int, str, str]], list[float], list[int]]:
     """ADDERS clients of single-message Adds (a session each) and SEARCHERS of Searches over
-    the same USERS for LOAD_S; returns (user, mark, seconds) per acknowledged Add, the
-    Searches answered, and every status that was neither 200 nor a 503 shed."""
-    acked: list[tuple[str, str, float]] = []
-    searched = [0]
+    the same USERS for LOAD_S; returns (client, user, mark) per acknowledged Add (client -1:
+    acknowledged once the Searches had stopped), when each
+    Search was answered (monotonic time), and every status that was neither 200 nor a 503 shed."""
+    acked: list[tuple[int, str, str]] = []
+    searched: list[float] = []
     bad: list[int] = []
     deadline = time.monotonic() + LOAD_S
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
@@ -57,10 +57,9 @@ async def _load(url: str) -> tuple[list[tuple[str, str, float]], int, list[int]]
                 user, mark = f"user-{i % USERS}", f"mark{i}x{n}"
                 body = {"user_id": user, "session_id": f"s-{i}-{n}", "request_id": f"r-{i}-{n}",
                         "messages": [{"role": "user", "content": f"QuerySet.filter(None) raises TypeError {mark}"}]}
-                t0 = time.monotonic()
                 r = await client.post("/add", json=body)
                 if r.status_code == 200:
-                    acked.append((user, mark, time.monotonic() - t0))
+                    acked.append((i if time.monotonic() < deadline else -1, user, mark))  # -1: after the Searches
                 elif r.status_code != 503:
                     bad.append(r.status_code)
                 n += 1
@@ -70,12 +69,12 @@ async def _load(url: str) -> tuple[list[tuple[str, str, float]], int, list[int]]
                 r = await client.post("/search", json={"user_id": f"user-{i % USERS}",
                                                        "query": "TypeError when filtering with None", "top_k": 5})
                 if r.status_code == 200:
-                    searched[0] += 1
+                    searched.append(time.monotonic())
                 elif r.status_code != 503:
                     bad.append(r.status_code)
 
         await asyncio.gather(*(adder(i) for i in range(ADDERS)), *(searcher(i) for i in range(SEARCHERS)))
-    return acked, searched[0], bad
+    return acked, searched, bad
 
 
 def test_adds_on_a_new_store_are_answered_while_searches_come(tmp_path: Path, cache_home: Path) -> None:
@@ -86,16 +85,18 @@ def test_adds_on_a_new_store_are_answered_while_searches_come(tmp_path: Path, ca
     finally:
         server.kill()  # SIGKILL: what was acknowledged must already be durable
     assert not bad, f"errors under load: {bad}"
-    assert searched > 0, "the Searches were not served"
-    slowest = max((s for _, _, s in acked), default=None)
-    # Each client's Adds are sequential, so at least one each, in bound, shows none starved.
-    assert len(acked) >= ADDERS, f"only {len(acked)} Adds acknowledged in {LOAD_S:.0f} s beside {searched} Searches"
-    assert slowest is not None and slowest < ADD_BOUND_S, f"an Add waited {slowest:.1f} s"
+    assert searched, "the Searches were not served"
+    # Each client's Adds are sequential: every client with Adds acknowledged while the
+    # Searches kept coming shows that none was starved (on the old code none was, until the
+    # Searches stopped), and the Searches were answered beside them.
+    per_client = Counter(i for i, _, _ in acked)
+    assert all(per_client[i] >= 1 for i in range(ADDERS)), \
+        f"Adds acknowledged per client while {len(searched)} Searches ran: {dict(per_client)}"
 
     restarted = Server(tmp_path / "data", env=env).start(wait_for_model=False)
     try:
         with httpx.Client(base_url=restarted.url, timeout=60) as client:
-            for user, mark, _ in acked:
+            for _, user, mark in acked:
                 r = client.post("/search", json={"user_id": user, "query": mark, "top_k": 5})
                 assert r.status_code == 200
                 assert any(mark in str(item["content"]) for item in r.json()["data"]), f"{mark} lost"

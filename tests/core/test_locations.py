@@ -177,3 +177,24 @@ def test_a_users_index_is_not_read_again_when_another_user_writes(memory: Memory
     add("A", "a2", "pkg/beta_mod.py")  # A's own write updates its index in place
     assert location("A", "pkg/beta_mod.py")["a2"] > 0
     assert reads == [key_of("A")]
+
+
+def test_the_indexes_held_stay_within_their_bytes_least_recently_searched_out_first() -> None:
+    users = {u: _Cards(*(_card(f"{u}{i}", [f"key_{u}{i}"]) for i in range(4))) for u in "abc"}
+    one = sum(len(v) for card in users["a"].cards for v in card.values() if isinstance(v, str))
+    cache = CardIndexes(LocationIndex, max_bytes=2 * one, max_age_s=3600)
+    cache.get("a", users["a"])
+    cache.get("b", users["b"])
+    assert cache.held_bytes == 2 * one
+    cache.get("a", users["a"])  # a searched again: b is now the least recent
+    cache.get("c", users["c"])  # past the bound: b goes
+    assert cache.held_bytes == 2 * one
+    cache.get("a", users["a"])
+    cache.get("b", users["b"])
+    assert [cards.reads for cards in users.values()] == [1, 2, 1]
+    # A session's card rewritten again and again counts once.
+    for _ in range(5):
+        cache.put("b", [_card("b0", ["key_b0"])])
+    assert cache.held_bytes == 2 * one
+    cache.forget()
+    assert cache.held_bytes == 0

@@ -229,3 +229,44 @@ def test_a_session_is_refreshed_once_quiet_for_its_own_pace() -> None:
         assert done[-1] == ("u", "back")
     finally:
         refresher.close()
+
+
+def test_what_is_kept_of_a_quiet_session_expires() -> None:
+    from codemem.writing.session_state import MessageCache, SessionState, StateCache
+
+    now = [0.0]
+    messages = MessageCache(max_chars=1000, max_idle_s=20, clock=lambda: now[0])
+    messages.put("quiet", [Message("user", "x" * 100)])
+    now[0] = 15.0
+    messages.put("busy", [Message("user", "y" * 100)])
+    now[0] = 25.0
+    assert messages.expire() == 1 and messages.chars == 100
+    now[0] = 40.0
+    assert messages.expire() == 1 and messages.chars == 0
+
+    class NoFiles:  # a store with lock files that never changes generation
+        def stripe(self, key: str) -> int:
+            return 0
+
+        def session(self, key: str) -> NoFiles:
+            return self
+
+        def generation(self) -> int:
+            return 1
+
+        def held(self) -> bool:
+            return False
+
+        @property
+        def deletes(self) -> NoFiles:
+            return self
+
+    states = StateCache(NoFiles(), max_idle_s=20, clock=lambda: now[0])  # type: ignore[arg-type]
+    assert states.get("s") is None  # learns the stripe's generation
+    states.put("s", SessionState(messages=1, derived=[]))
+    now[0] = 55.0
+    assert states.get("s") is not None  # used: its quiet time starts again
+    now[0] = 70.0
+    assert states.expire() == 0 and len(states) == 1
+    now[0] = 76.0
+    assert states.expire() == 1 and states.get("s") is None

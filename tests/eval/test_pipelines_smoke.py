@@ -1,13 +1,15 @@
 """The evaluation pipelines end to end on tiny samples, so none of them can rot unseen:
-`eval.replay`, `eval.load.latency`, `eval.load`, `eval.quality.memoryarena`, `eval.load.restart` and `eval.quality.locomo`, each run as its own
+`eval.replay`, `eval.load.latency`, `eval.load`, `eval.quality.memoryarena`, `eval.load.restart`,
+`eval.quality.locomo`, `eval.load.scale` and `eval.load.kill`, each run as its own
 command (`python -m eval.load.latency` etc., the way eval/README.md gives them) with its own real server,
-writing to a temporary `--out`. The six run at the same time (each loads the model in its
+writing to a temporary `--out`. They run at the same time (each loads the model in its
 server, so running them side by side keeps both cores busy); together they take about a
-minute on an idle 2-core machine.
+minute and a half on an idle 2-core machine.
 
 The figures of such tiny runs mean nothing; what is checked is that each run finishes,
 writes its result with provenance, and that the invariants hold (the relevant memory ranks
-its gold first; no acknowledged Add lost; every earlier MemoryArena answer present).
+its gold first; no acknowledged Add lost, through crashes too; every earlier MemoryArena
+answer present; no other user's item in an answer).
 """
 
 from __future__ import annotations
@@ -46,12 +48,16 @@ PIPELINES: dict[str, tuple[bool, list[str]]] = {
     "locomo": (False, ["--data", str(LOCOMO_FIXTURE), "--out", "{out}/locomo"]),
     "restart": (True, ["--trajectories", "6", "--tail", "4", "--queries", "3", "--compact-timeout", "90",
                        "--data", str(SWE_LITE), "--out", "{out}/restart"]),
+    "scale": (True, ["--users", "2", "--trajectories", "3", "--tasks", "2", "--idle-s", "1", "--data", str(SWE_LITE),
+                     "--out", "{out}/scale.json"]),
+    "kill": (True, ["--users", "2", "--trajectories", "10", "--kill-every", "1,2", "--data", str(SWE_LITE),
+                    "--out", "{out}/kill.json"]),
 }
 
 
 MODULES = {"replay": "eval.replay", "latency": "eval.load.latency", "load": "eval.load",
            "memoryarena": "eval.quality.memoryarena", "locomo": "eval.quality.locomo",
-           "restart": "eval.load.restart"}
+           "restart": "eval.load.restart", "scale": "eval.load.scale", "kill": "eval.load.kill"}
 
 
 @dataclass
@@ -202,3 +208,28 @@ def test_locomo_smoke(runs: dict[str, Run]) -> None:
     assert rows[("codemem", "all")]["questions"] == 3 and rows[("codemem", "all")]["recall_2k"] == 1.0
     assert {q["category"] for q in result["questions"]} == {1, 2, 4}  # category 5 left out
     assert "| bm25-turns | all | 3 |" in (run.out / "locomo.md").read_text()
+
+
+@needs_swe_lite
+def test_scale_smoke(runs: dict[str, Run]) -> None:
+    run = runs["scale"]
+    result = run.result()
+    _has_provenance(result, "eval.load.scale")
+    first, second = result["checkpoints"]
+    assert (first["users"], second["users"]) == (1, 2) and result["summary"]["add_errors"] == 0
+    assert abs(second["tokens_total"] - 2 * first["tokens_total"]) <= 1 and first["tokens_total"] > 0
+    for cp in (first, second):
+        assert cp["memory"]["rss_anon_gb"] > 0 and cp["memory"]["idle_rss_anon_gb"] > 0 and cp["disk_gb"] > 0
+        assert cp["search"]["queries"] == 2 and cp["search"]["errors"] == 0 and cp["search"]["foreign_items"] == 0
+    assert first["search"]["hit1"] == 1.0  # both tasks' gold trajectories are in memory
+    assert (run.out / "scale.png").stat().st_size > 0
+
+
+@needs_swe_lite
+def test_kill_smoke(runs: dict[str, Run]) -> None:
+    result = runs["kill"].result()
+    _has_provenance(result, "eval.load.kill")
+    assert result["kill_count"] >= 1 and result["error_count"] == 0
+    assert result["acknowledged"] == result["adds_sent"] == result["stored_requests"] > 0
+    assert result["acknowledged_lost"] == result["acknowledged_stored_twice"] == 0
+    assert all(n > 0 for n in result["search_items_per_user_after_restart"].values())

@@ -8,8 +8,9 @@ files outside the checkout, reproduction scripts and ad-hoc tests at the top lev
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -23,7 +24,9 @@ from codemem.experience.building.render import CARD_CHARS, render_card, render_c
 from codemem.experience.building.scratch import scratch_paths
 from codemem.experience.building.steps import build_steps
 from codemem.experience.building.tracker import EditRecord, SessionFacts, Tracker
+from codemem.experience.memo import TextMemo
 from codemem.experience.recognising import reasoning
+from codemem.experience.recognising.events import Event
 from codemem.experience.recognising.message import recognise_events
 from codemem.experience.types import CONVERSATION, Experience, ExperienceCard
 from codemem.timeline.index import FACTS, facts_metadata
@@ -174,22 +177,25 @@ def _few(files: list[str]) -> str:
     return ", ".join(files[:4]) + (f" (+{len(files) - 4} more)" if len(files) > 4 else "")
 
 
-def _mentioned(facts: SessionFacts, read: list[str]) -> list[str]:
+_TextRefs = Callable[[str], parsers.CodeRefs]
+
+
+def _mentioned(facts: SessionFacts, read: list[str], text_refs: _TextRefs) -> list[str]:
     """The files the task and the agent's prose name that it did not read, as repository
     paths, in the order first named (a bare name of a file read is that file). Asked only of
     a session with no edit kept: one that says "Fixed in x.py" without a recorded edit still
     tells where the fix is, where a session with edits has its files said already."""
     out: list[str] = []
     for _, text in facts.prose:
-        for raw in parsers.extract_text_refs(text).files:
+        for raw in text_refs(text).files:
             path = facts.mapper.relative(raw)
             known = [*read, *out]
             if path and path not in known and not any(k.endswith("/" + path) for k in known) \
                     and not is_scratch_name(path):
                 out.append(path)
-        if len(out) >= MAX_MENTIONED:
-            break
-    return out[:MAX_MENTIONED]
+                if len(out) >= MAX_MENTIONED:  # a log naming thousands of files: the first are kept
+                    return out
+    return out
 
 
 def _terms(task: str, files: list[str], symbols: list[str], errors: list[str]) -> list[str]:
@@ -204,13 +210,13 @@ def _terms(task: str, files: list[str], symbols: list[str], errors: list[str]) -
     return parsers.merge_refs(refs).terms()
 
 
-def _is_conversation(facts: SessionFacts, messages: Sequence[Message]) -> bool:
+def _is_conversation(facts: SessionFacts, messages: Sequence[Message], text_refs: _TextRefs) -> bool:
     """People talking, not coding: nothing read, edited, run or tested, no error, no patch,
     and no message names code (a file, a symbol, an exception...): a short note about a fix
     ("Fixed the crash in parsers/diff.py") is still a coding experience."""
     if facts.edits or facts.reads or facts.commands or facts.tests or facts.errors or facts.final_patch:
         return False
-    return not any(parsers.extract_text_refs(_message_text(m)).terms() for m in messages)
+    return not any(text_refs(_message_text(m)).terms() for m in messages)
 
 
 def _conversation_experience(messages: Sequence[Message], task: str, max_chars: int) -> Experience:
@@ -231,14 +237,22 @@ def _conversation_experience(messages: Sequence[Message], task: str, max_chars: 
                       metadata=metadata)
 
 
+# Each Add's rebuild reads the session's earlier messages again: their events are remembered
+# (`experience.memo`; events are frozen, and shared by every reader).
+_EVENTS: TextMemo[tuple[Event, ...]] = TextMemo(lambda text, role: tuple(recognise_events(text, role)))  # type: ignore[arg-type]
+
+
 def build_experience(messages: Sequence[Message], *, max_chars: int = CARD_CHARS) -> Experience:
     """The experience of one session: card, steps and terms; pure and deterministic."""
     tracker = Tracker()
     for position, message in enumerate(messages):
         role: Role = "user" if getattr(message, "role", "user") == "user" else "assistant"
-        tracker.feed(position, role, recognise_events(_message_text(message), role))
+        tracker.feed(position, role, list(_EVENTS(_message_text(message), role)))
     facts = tracker.finish()
-    if _is_conversation(facts, messages):
+    # A message's references, read once per build however many questions ask for them (a
+    # 2 MB tool result was read twice), and let go with the build.
+    text_refs = functools.cache(parsers.extract_text_refs)
+    if _is_conversation(facts, messages, text_refs):
         return _conversation_experience(messages, _trim_words(facts.task, TASK_WORDS), max_chars)
     patch_files = (
         [f.path for f in parsers.parse_diff(facts.final_patch)] if facts.final_patch else []
@@ -254,7 +268,7 @@ def build_experience(messages: Sequence[Message], *, max_chars: int = CARD_CHARS
             continue
         if mapper.under_root(raw) or not raw.startswith(("/", "./", "../", "~")):
             read_files.append(path)
-    mentioned = [] if files else _mentioned(facts, read_files)
+    mentioned = [] if files else _mentioned(facts, read_files, text_refs)
     commands = list(
         dict.fromkeys(c for c in (_command_line(cmd) for _, cmd in facts.commands) if c)
     )

@@ -12,6 +12,7 @@ import re
 import msgspec
 
 from codemem.clip import clip
+from codemem.experience.memo import TextMemo
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n\s*\n|\n(?=[ \t]*(?:[-*•]|\d+[.)]|#+)\s)")
 _CUE_PATTERNS: tuple[tuple[str, float], ...] = (
@@ -97,6 +98,7 @@ _HEADING = re.compile(r"^#+[ \t]*([^\n]*)$", re.M)
 _MIN_CHARS = 40
 _MAX_CHARS = 320
 _KEEP_SCORE = 3.0
+LIMIT = 2  # excerpts kept of one message
 
 
 class Excerpt(msgspec.Struct, frozen=True):
@@ -139,11 +141,20 @@ def score(sentence: str) -> float:
     return value
 
 
-def excerpts(position: int, text: str, limit: int = 2) -> list[Excerpt]:
-    """The best explanatory sentences of one message (at most ``limit``), in text order."""
+def excerpts(position: int, text: str) -> list[Excerpt]:
+    """The best explanatory sentences of one message (at most ``LIMIT``), in text order."""
+    return [Excerpt(position, sc, sentence) for sc, sentence in _BEST(text)]
+
+
+def _best(text: str, _: str = "") -> tuple[tuple[float, str], ...]:
+    """(score, sentence) of the message's best explanatory sentences, in text order."""
     scored = [(score(s), i, s) for i, s in enumerate(sentences(text[:20_000])) if _has_cue(s)]
-    best = sorted((x for x in scored if x[0] >= _KEEP_SCORE), key=lambda x: (-x[0], x[1]))[:limit]
-    return [Excerpt(position, sc, clip(s, _MAX_CHARS, break_at=" ")) for sc, _, s in sorted(best, key=lambda x: x[1])]
+    best = sorted((x for x in scored if x[0] >= _KEEP_SCORE), key=lambda x: (-x[0], x[1]))[:LIMIT]
+    return tuple((sc, clip(s, _MAX_CHARS, break_at=" ")) for sc, _, s in sorted(best, key=lambda x: x[1]))
+
+
+# A session's messages are read again by each of its Adds' rebuilds (`experience.memo`).
+_BEST = TextMemo(_best)
 
 
 def _similar(a: str, b: str) -> bool:
