@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 import msgspec
+
+if TYPE_CHECKING:
+    from codemem.ranking.relevance import SessionSignals
 
 
 class Candidate(msgspec.Struct):
@@ -14,8 +19,21 @@ class Candidate(msgspec.Struct):
 
 
 class Ranking(msgspec.Struct, frozen=True):
-    """A ranking of a Search's sessions: each one's score (higher first) and, for the first
-    experiences a model ranked, the features that carried their scores (name -> contribution)."""
+    """A ranking of a Search's candidate sessions: each one's score (higher first; the relevance
+    floor is a share of the best one's), its calibrated P(related) (which decides a quiet answer
+    and how much of it is shown), and, for the first experiences, the features that carried
+    their scores (name -> contribution). The relevance model's scores are its probabilities."""
 
     scores: dict[str, float]
+    relevance: dict[str, float]
     reasons: dict[str, dict[str, float]]
+
+
+class Ranker(Protocol):
+    """What orders a Search's candidate experiences (`features.candidates`): the relevance
+    model (`ranking/learned.py`); an evaluation may pass another to `Memory` to compare
+    rankings on the same Search."""
+
+    def rank(self, signals: SessionSignals, explain: int) -> Ranking:
+        """Every candidate's score and P(related), and what carried the first `explain`."""
+        ...

@@ -21,8 +21,8 @@ from codemem.timeline.index import DialogueIndex
 
 @dataclass
 class UserIndexes:
-    """Each user's code locations, commit subjects, releases, card fields (built only where
-    the learned ranking asks for them) and conversations with the facts they state."""
+    """Each user's code locations, commit subjects, releases, card fields and conversations
+    with the facts they state."""
 
     locations: CardIndexes[LocationIndex] = field(default_factory=lambda: CardIndexes(LocationIndex))
     subjects: CardIndexes[SubjectIndex] = field(default_factory=lambda: CardIndexes(SubjectIndex))

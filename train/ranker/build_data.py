@@ -113,20 +113,26 @@ def session_messages(trajectory: dict[str, Any]) -> list[Message]:
 
 
 def signals_record(signals: SessionSignals, names: dict[str, str]) -> dict[str, Any]:
-    """`signals` as JSON, session keys replaced by instance ids (`names`)."""
+    """`signals` as JSON, session keys replaced by their names (`names`: instance ids, SHAs)."""
     def keyed(d: dict[str, Any]) -> dict[str, Any]:
         return {names[k]: v for k, v in d.items() if k in names}
 
     return {"ranks": {n: keyed(r) for n, r in signals.ranks.items()}, "cosine": keyed(signals.cosine),
             "bm25": keyed(signals.bm25), "location": keyed(signals.location),
-            "refs_bm25": keyed(signals.refs_bm25), "kind_bm25": {n: keyed(s) for n, s in signals.kind_bm25.items()}}
+            "refs_bm25": keyed(signals.refs_bm25), "kind_bm25": {n: keyed(s) for n, s in signals.kind_bm25.items()},
+            "commit_ranks": {n: keyed(r) for n, r in signals.commit_ranks.items()},
+            "refs_held": keyed(signals.refs_held), "fields": keyed(signals.fields)}
 
 
 def signals_from(record: dict[str, Any]) -> SessionSignals:
-    """The `SessionSignals` of a `signals_record` (keys are instance ids)."""
+    """The `SessionSignals` of a `signals_record` (keys are names). Records written before the
+    commit rankings, the references held and the fields were recorded have none: the caller
+    computes those from the cards (`train.ranker.train`)."""
     return SessionSignals(record["ranks"], record["cosine"], record["bm25"],
                           {k: (float(e), float(m)) for k, (e, m) in record["location"].items()},
-                          refs_bm25=record["refs_bm25"], kind_bm25=record["kind_bm25"])
+                          refs_held=record.get("refs_held", {}), commit_ranks=record.get("commit_ranks", {}),
+                          refs_bm25=record["refs_bm25"], kind_bm25=record["kind_bm25"],
+                          fields={k: tuple(v) for k, v in record.get("fields", {}).items()})
 
 
 def replay(tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], mirror: Path, out: Path) -> dict[str, Any]:
