@@ -28,9 +28,13 @@ from codemem.ranking.relevance import COMMIT_RANKINGS, RETRIEVERS, SessionSignal
 CANDIDATE_DEPTH = 30
 KINDS = ("card", "step", "message")
 
-# Every one says "more related" as it grows, which the model is held to (monotone constraints),
-# so that it cannot learn a quirk of the training memories in reverse.
+# Every one but the kind says "more related" as it grows, which the model is held to (monotone
+# constraints, `MONOTONE`), so that it cannot learn a quirk of the training memories in reverse.
+# The kind (1 for a commit or merged pull request, 0 for an agent session) lets the trees read
+# the other features differently for each kind: a commit's retrievers match a short message and
+# a diff, a session's a whole transcript.
 FEATURES: tuple[str, ...] = (
+    "commit",
     "lexical_rr", "lexical_share", "bm25_lead",
     "dense_rr", "dense_gap", "cosine",
     "refs_rr", "refs_share", "refs_held",
@@ -40,6 +44,9 @@ FEATURES: tuple[str, ...] = (
     *(f"{name}_rr" for name in COMMIT_RANKINGS),
     *(f"{name}_match" for name in FIELDS),
 )
+
+
+MONOTONE: tuple[int, ...] = tuple(0 if name == "commit" else 1 for name in FEATURES)
 
 
 def location_ranks(signals: SessionSignals) -> dict[str, int]:
@@ -86,6 +93,7 @@ def candidate_features(signals: SessionSignals, keys: Sequence[str]) -> dict[str
         cos = signals.cosine.get(key)
         edited = signals.location.get(key, (0.0, 0.0))[0]
         out[key] = (
+            float(key in signals.commits),
             _rr(rankings["lexical"].get(key)), _share(bm25, best_bm25),
             share_lead(bm25, signals.bm25_others.get(key, best_bm25)),
             _rr(rankings["dense"].get(key)), (cos - best_cos) if cos is not None else -1.0,

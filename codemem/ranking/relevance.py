@@ -56,6 +56,7 @@ class SessionSignals:
     # subjects) and "since" (the candidates released since the version the report names, all
     # first): name -> session key -> rank; only non-empty ones are held.
     commit_ranks: dict[str, dict[str, int]] = field(default_factory=dict)
+    commits: frozenset[str] = frozenset()  # the candidates that are commit experiences (not sessions)
     # The BM25 score of each session's best item in the references index, and in the lexical
     # one by the item's kind ("card": the task and its summary, "step": an edit or error,
     # "message": raw text).

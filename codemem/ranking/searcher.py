@@ -159,6 +159,7 @@ class Searcher:
             commit_ranks["since"] = self._since(text, self.indexes.releases.get(user_key, cards, version), found_keys)
         signals = SessionSignals.of(found, location, commit_ranks)
         keys = candidates(signals)
+        signals.commits = subjects.result().commits.intersection(keys)
         signals.refs_held = locations.held(refs, keys)
         held = fields.result().cards
         signals.fields = field_matches(text, {k: held[k] for k in keys if k in held})

@@ -121,7 +121,8 @@ def signals_record(signals: SessionSignals, names: dict[str, str]) -> dict[str, 
             "bm25": keyed(signals.bm25), "location": keyed(signals.location),
             "refs_bm25": keyed(signals.refs_bm25), "kind_bm25": {n: keyed(s) for n, s in signals.kind_bm25.items()},
             "commit_ranks": {n: keyed(r) for n, r in signals.commit_ranks.items()},
-            "refs_held": keyed(signals.refs_held), "fields": keyed(signals.fields)}
+            "refs_held": keyed(signals.refs_held), "fields": keyed(signals.fields),
+            "commits": sorted(names[k] for k in signals.commits if k in names)}
 
 
 def signals_from(record: dict[str, Any]) -> SessionSignals:
@@ -131,6 +132,7 @@ def signals_from(record: dict[str, Any]) -> SessionSignals:
     return SessionSignals(record["ranks"], record["cosine"], record["bm25"],
                           {k: (float(e), float(m)) for k, (e, m) in record["location"].items()},
                           refs_held=record.get("refs_held", {}), commit_ranks=record.get("commit_ranks", {}),
+                          commits=frozenset(record.get("commits", ())),
                           refs_bm25=record["refs_bm25"], kind_bm25=record["kind_bm25"],
                           fields={k: tuple(v) for k, v in record.get("fields", {}).items()})
 

@@ -19,13 +19,13 @@ The model is pointwise (LightGBM's cross-entropy on label / 2, every candidate o
 those with nothing related included): its score has to say how related a candidate is, not
 only which of one query's candidates comes first, or a one-experience memory asked about
 something else would come out as sure as a twin (a ranking objective leaves each query's score
-level free). Every feature is held monotone increasing.
+level free). Every feature but the kind is held monotone increasing.
 
 Folds: leave one repository out; a repository's sessions (of every agent) and its past-fix
-tasks are in the same fold, so no task is both trained on and scored. The grid is chosen inside
-each fold on the other repositories alone (nested, in three folds of them), then once on all
-(leave one repository out) for the shipped model; the
-calibration, quiet threshold and floor are fitted on out-of-fold scores. Every ranking is
+tasks are in the same fold, so no task is both trained on and scored. The grid (4 points) is
+chosen by holding the repositories out in three groups, then every repository is scored by a
+model fitted on the others at that point (those out-of-fold scores give the figures, the
+calibration, the quiet threshold and the floor). Every ranking is
 scored on the same candidates: the model; the hand-set fusion (`eval.replay.fusion`, fused);
 the best lexical item's BM25 (bm25); the best cosine (dense). A query's gold is its
 highest-graded related experiences: hit@1 and hit@5 ask whether gold is first (in the first
@@ -50,25 +50,34 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from codemem.ranking.features import CANDIDATE_DEPTH, FEATURES, candidate_features, candidates
+from codemem.ranking.features import (
+    CANDIDATE_DEPTH,
+    FEATURES,
+    MONOTONE,
+    candidate_features,
+    candidates,
+)
 from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import parse_query
 from eval.replay.fusion import fuse
 from train.ranker.build_data import signals_from
 
-GRID = {"num_leaves": (7, 15), "n_estimators": (100, 300)}
+# "weighting": every candidate counts once, or every query once (its candidates share a weight
+# of 1: a past-fix query's hundred candidates then weigh what a session query's forty do).
+GRID: dict[str, tuple[Any, ...]] = {"num_leaves": (7, 15), "n_estimators": (100, 300), "weighting": ("candidate", "query")}
 FIXED: dict[str, Any] = {"objective": "cross_entropy", "learning_rate": 0.05, "min_child_samples": 20,
                          "subsample": 0.8, "subsample_freq": 1, "colsample_bytree": 0.8, "reg_lambda": 1.0,
                          "random_state": 0, "n_jobs": 1, "verbose": -1,
-                         # Every feature says "more related" as it grows (features.py): the model is held to it.
-                         "monotone_constraints": [1] * len(FEATURES), "monotone_constraints_method": "advanced"}
+                         # Every feature but the kind says "more related" as it grows (features.py): the
+                         # model is held to it.
+                         "monotone_constraints": list(MONOTONE), "monotone_constraints_method": "advanced"}
 # An experience below this share of the best one's P(related) is left out where at most this
 # share of the related experiences among the first `FLOOR_DEPTH` would be.
 FLOOR_MISSES = 0.05
 FLOOR_DEPTH = 10
 SELECT_BY = "mrr"
-INNER_FOLDS = 3  # the nested choice's folds of the other repositories
+GRID_FOLDS = 3  # the grid is chosen by holding out the repositories in this many groups
 FIGURES = ("hit@1", "hit@5", "mrr", "useful@1")
 KINDS = ("session", "commit")
 
@@ -86,6 +95,7 @@ class Query:
     bm25: np.ndarray
     cosine: np.ndarray
     related: int  # related experiences in memory (found or not)
+    trains: bool = True  # False: a check only (`--check-signals`), scored by models that never saw it
 
 
 def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFields] | None = None,
@@ -113,8 +123,8 @@ def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFie
                  np.asarray([signals.cosine.get(k, -2.0) for k in keys]), len(labels))
 
 
-def load_sessions(path: Path) -> list[Query]:
-    """Every query `build_data` recorded in `path` (one agent's sessions)."""
+def load_sessions(path: Path, trains: bool = True) -> list[Query]:
+    """Every query `build_data` recorded in `path` (one agent's sessions, or a mixed replay)."""
     cards: dict[str, CardFields] = {}
     locations = LocationIndex()
     rows = [json.loads(line) for line in (path / "cards.jsonl").read_text().splitlines()]
@@ -124,7 +134,9 @@ def load_sessions(path: Path) -> list[Query]:
     out = []
     for line in (path / "queries.jsonl").read_text().splitlines():
         rec = json.loads(line)
-        if (q := _query(rec, "session", str(rec.get("agent") or path.name), cards, locations)) is not None:
+        source = path.name if rec.get("replay") == "mixed" else str(rec.get("agent") or path.name)
+        if (q := _query(rec, "session", source, cards, locations)) is not None:
+            q.trains = trains
             out.append(q)
     return out
 
@@ -183,8 +195,14 @@ def baselines(queries: Sequence[Query]) -> dict[str, list[np.ndarray]]:
 
 
 def fit(queries: Sequence[Query], params: dict[str, Any]) -> lgb.LGBMRegressor:
-    model = lgb.LGBMRegressor(**FIXED, **params)
-    model.fit(np.vstack([q.x for q in queries]), np.concatenate([q.y for q in queries]) / 2.0)
+    """The model fitted on the training queries among `queries` (checks are never fitted)."""
+    train = [q for q in queries if q.trains]
+    model = lgb.LGBMRegressor(**FIXED, **{k: v for k, v in params.items() if k != "weighting"})
+    weight = None
+    if params.get("weighting") == "query":
+        weight = np.concatenate([np.full(len(q.keys), 1.0 / len(q.keys)) for q in train])
+        weight *= len(weight) / weight.sum()  # the same total as one per candidate
+    model.fit(np.vstack([q.x for q in train]), np.concatenate([q.y for q in train]) / 2.0, sample_weight=weight)
     return model
 
 
@@ -199,7 +217,7 @@ def grid() -> list[dict[str, Any]]:
 
 def repository_folds(queries: Sequence[Query], k: int | None = None) -> list[set[str]]:
     """The repositories, one per fold (leave one out), or dealt into `k` folds largest first
-    (the nested choice of the grid: fewer fits, every repository still held out once)."""
+    (the choice of the grid: fewer fits, every repository still held out once)."""
     sizes = Counter(q.repo for q in queries)
     repos = sorted(sizes, key=lambda r: (-sizes[r], r))
     if k is None or k >= len(repos):
@@ -227,30 +245,13 @@ def ranked(queries: Sequence[Query]) -> list[int]:
 def choose(queries: Sequence[Query], folds: int | None = None) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
     """The grid point with the best cross-validated `SELECT_BY` over the ranked queries (every
     query trains), the repositories held out one at a time or in `folds` groups."""
-    idx = ranked(queries)
+    idx = [i for i in ranked(queries) if queries[i].trains]  # a check chooses nothing
     table = {}
     for p in grid():
         oof = loro(queries, p, repository_folds(queries, folds))
         table[json.dumps(p)] = figures([queries[i] for i in idx], [oof[i] for i in idx])
     best = max(table, key=lambda p: (table[p][SELECT_BY], table[p]["hit@1"]))
     return json.loads(best), table
-
-
-def nested(queries: Sequence[Query]) -> tuple[list[np.ndarray], dict[str, dict[str, Any]]]:
-    """Held-out scores of each repository by a model whose grid point was chosen on the
-    other repositories alone (`INNER_FOLDS` folds of them)."""
-    scores: list[np.ndarray | None] = [None] * len(queries)
-    chosen = {}
-    for repo in sorted({q.repo for q in queries}):
-        rest = [q for q in queries if q.repo != repo]
-        params, _ = choose(rest, INNER_FOLDS) if len({q.repo for q in rest}) > 1 else (grid()[0], {})
-        chosen[repo] = params
-        model = fit(rest, params)
-        for i, q in enumerate(queries):
-            if q.repo == repo:
-                scores[i] = raw(model, q.x)
-        print(f"nested: {repo} held out, {params}", flush=True)
-    return [s for s in scores if s is not None], chosen
 
 
 def fit_platt(score: np.ndarray, related: np.ndarray, steps: int = 100) -> tuple[float, float]:
@@ -380,7 +381,7 @@ def data_summary(every: Sequence[Query]) -> dict[str, Any]:
 
 
 def scored_table(queries: Sequence[Query], learned: Sequence[np.ndarray]) -> dict[str, dict[str, float]]:
-    return {"learned (nested)": rounded(figures(queries, learned)),
+    return {"learned": rounded(figures(queries, learned)),
             **{name: rounded(figures(queries, s)) for name, s in baselines(queries).items()}}
 
 
@@ -395,16 +396,23 @@ def markdown(card: dict[str, Any]) -> str:
              f"{data['candidates']:,} candidates, {data['related_candidates']:,} related. By kind: "
              + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()) + "; by source: "
              + ", ".join(f"{k} {v}" for k, v in data["by_source"].items()) + ".", "",
-             "**Leave-one-repository-out (nested), on the training data, not validation:**", "",
+             "**Leave-one-repository-out, on the training data, not validation** (the grid point was chosen "
+             f"holding the same repositories out in {GRID_FOLDS} groups: 4 points, a small optimism):", "",
              "| kind | ranking | queries | hit@1 | hit@5 | MRR | useful@1 |", "|---|---|---:|---:|---:|---:|---:|"]
     for kind, table in cv["by_kind"].items():
         for name, f in table.items():
             lines.append(f"| {kind} | {name} | {f['queries']} | {f['hit@1']:.3f} | {f['hit@5']:.3f} | {f['mrr']:.3f} "
                          f"| {f['useful@1']:.3f} |")
+    lines += ["", "By the agent whose sessions filled the memory (sessions only; a mixed replay holds several):", "",
+              "| sessions of | ranking | queries | hit@1 | hit@5 | MRR | useful@1 |", "|---|---|---:|---:|---:|---:|---:|"]
+    for source, table in cv["by_source"].items():
+        for name, f in table.items():
+            lines.append(f"| {source} | {name} | {f['queries']} | {f['hit@1']:.3f} | {f['hit@5']:.3f} | "
+                         f"{f['mrr']:.3f} | {f['useful@1']:.3f} |")
     lines += ["", "Model minus fusion, 95% paired bootstrap over queries (hit@1, MRR): "
               + "; ".join(f"{kind} {g['hit@1']} / {g['mrr']}" for kind, g in cv["minus_fused"].items()) + ".", "",
               f"**Chosen on the training folds:** grid point {card['params']['num_leaves']} leaves x "
-              f"{card['params']['n_estimators']} trees (LORO {SELECT_BY}); Platt a {card['calibration']['a']:.3f}, "
+              f"{card['params']['n_estimators']} trees, each {card['params']['weighting']} weighing one ({SELECT_BY}); Platt a {card['calibration']['a']:.3f}, "
               f"b {card['calibration']['b']:.3f} (log-loss {card['calibration']['log_loss']}, Brier "
               f"{card['calibration']['brier']}); quiet threshold {card['search']['quiet_below']} (Youden's J over "
               f"every query's first experience); relevance floor {card['search']['relevance_floor']} (at most "
@@ -434,6 +442,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--signals", type=Path, action="append", default=[], help="one agent's replayed sessions")
     ap.add_argument("--commits", type=Path, action="append", default=[], help="past-fix tasks over histories")
+    ap.add_argument("--check-signals", type=Path, action="append", default=[],
+                    help="sessions scored by the held-out models but never trained on (an agent whose license "
+                         "does not allow shipping a model trained on it)")
     ap.add_argument("--out", type=Path, default=Path("codemem/ranking/models"))
     ap.add_argument("--readme", type=Path, default=None, help="the model card whose generated section to rewrite")
     ap.add_argument("--report", type=Path, default=Path("/tmp/ranker/cv.json"))
@@ -445,12 +456,15 @@ def main(argv: list[str] | None = None) -> None:
                    if (p / name).exists())
     hashes = {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
     every = [q for p in args.signals for q in load_sessions(p)] + [q for p in args.commits for q in load_commits(p)]
-    data = data_summary(every)
+    checks = [q for p in args.check_signals for q in load_sessions(p, trains=False)]
+    data = data_summary(every) | {"checks": dict(sorted(Counter(q.source for q in checks).items()))}
     print(json.dumps(data), flush=True)
 
-    held, chosen = nested(every)
-    params, table = choose(every)  # the shipped model's grid point, and the plain LORO table
-    oof = loro(every, params)
+    params, table = choose(every, GRID_FOLDS)  # the shipped model's grid point
+    print(f"grid: {params}", flush=True)
+    held_all = loro([*every, *checks], params)  # each repository scored by a model that never saw it
+    held, held_checks = held_all[:len(every)], held_all[len(every):]
+    oof = held
     idx = ranked(every)
     by_kind, gain = {}, {}
     for kind in ("all", *KINDS):
@@ -460,6 +474,14 @@ def main(argv: list[str] | None = None) -> None:
         qs = [every[i] for i in sub]
         by_kind[kind] = scored_table(qs, [held[i] for i in sub])
         gain[kind] = paired_gain(qs, [held[i] for i in sub], [q.fused for q in qs])
+    by_source = {}
+    for source in sorted({q.source for q in every if q.kind == "session"}):
+        sub = [i for i in idx if every[i].source == source]
+        by_source[source] = scored_table([every[i] for i in sub], [held[i] for i in sub])
+    for source in sorted({q.source for q in checks}):
+        sub = [i for i in ranked(checks) if checks[i].source == source]
+        by_source[f"{source} (check: never trained on)"] = scored_table([checks[i] for i in sub],
+                                                                        [held_checks[i] for i in sub])
     per_repo = {}
     for r in sorted({every[i].repo for i in idx}):
         sub = [i for i in idx if every[i].repo == r]
@@ -487,16 +509,16 @@ def main(argv: list[str] | None = None) -> None:
     pairs = contested_pairs(every)
     ordered = [raw(model, np.asarray([p["related"]]))[0] > raw(model, np.asarray([p["other"]]))[0] for p in pairs]
     card = {
-        "model_id": f"codemem-relevance-{data_hash[:8]}-{params['num_leaves']}x{params['n_estimators']}",
+        "model_id": f"codemem-relevance-{data_hash[:8]}-{params['num_leaves']}x{params['n_estimators']}-{params['weighting']}",
         "features": list(FEATURES), "candidate_depth": CANDIDATE_DEPTH,
         "params": {**FIXED, **params}, "calibration": {"kind": "platt", "a": a, "b": b, **calib},
         "search": search, "answer_shape": shape,
         "trained_on": {"data_sha256": hashes, "commit": git("rev-parse", "--short", "HEAD"),
                        "clean_tree": git("status", "--porcelain", "--untracked-files=no") == "", **data},
-        "cv": {"note": "leave-one-repository-out on the training data (not validation); the grid point of each "
-                       "held-out repository chosen on the others alone",
-               "by_kind": by_kind, "minus_fused": gain, "per_repo": per_repo,
-               "grid_loro": {p: rounded(f) for p, f in table.items()}, "nested_choice": chosen},
+        "cv": {"note": "leave-one-repository-out on the training data (not validation); the grid point was chosen "
+                       f"by holding the same repositories out in {GRID_FOLDS} groups",
+               "by_kind": by_kind, "by_source": by_source, "minus_fused": gain, "per_repo": per_repo,
+               "grid_cv": {p: rounded(f) for p, f in table.items()}},
         "checks": {"contested_pairs": pairs, "ordered_right_in_sample": int(sum(ordered))},
         "fit_s": round(fit_s, 2), "total_s": round(time.perf_counter() - t0, 1),
         "machine": f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f}",
