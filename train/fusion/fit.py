@@ -3,8 +3,8 @@ the session fusion, the relevance floor, the calibration's coefficients and the 
 threshold (`DEFAULT_SEARCH`, `codemem/ranking/recipes.py`), from the replayed SWE-bench Verified
 sessions that `train.ranker.build_data` records, never from an evaluation set.
 
-    python -m train.ranker.build_data --trajectories MIRROR --out /work/svr-ranker/signals   # ~20 min
-    python -m train.fusion.fit --signals /work/svr-ranker/signals --out eval/results/fusion_train_cv.json
+    python -m train.ranker.build_data --agent mini=MIRROR --out /work/svr-ranker/signals   # ~20 min
+    python -m train.fusion.fit --signals /work/svr-ranker/signals/mini --out eval/results/fusion_train_cv.json
 
 The steps are `eval.replay.relevance_cv`'s, on the training queries instead of the dev tasks:
 the grid (`relevance_cv.GRID`) by MRR then hit@1 of the queries with related sessions in
