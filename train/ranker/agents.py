@@ -70,10 +70,6 @@ VORFLUX_AFTER_TASK = ("\n## Approach", "\n## Rules", "\n## Notes", "\n## When do
                       "\n### Integrity Rules", "\n### Coding Rules", "\n### Submission")
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _decoded(value: Any) -> Any:
     """A JSON object held as a string (a call's `arguments`, a tool's result) as the object,
     so that a rendered message escapes its text once, not twice; anything else unchanged."""
@@ -111,13 +107,9 @@ def _vorflux_tool(call_id: str, content: Any) -> str:
 def _argument_values(arguments: Any) -> tuple[str, ...]:
     """A call's argument values, names left out: the harness's record of a call renames some
     (`file_path` -> `filePath`) but keeps the values."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return (arguments,)
+    arguments = _decoded(arguments)
     if not isinstance(arguments, dict):
-        return (_compact(arguments),)
+        return (json.dumps(arguments),)
     return tuple(sorted(json.dumps(v, sort_keys=True) for v in arguments.values()))
 
 
