@@ -121,8 +121,9 @@ def own_sessions(name: str, sessions: Iterator[tuple[str, list[Message]]],
         yield iid, messages
 
 
-def export(name: str, sessions: Iterator[tuple[str, list[Message]]], out: Path) -> Counter[str]:
-    """Write each session as `out/<instance_id>.jsonl` (one Add message a line); count them."""
+def export(name: str, sessions: Iterator[tuple[str, list[Message]]], out: Path) -> None:
+    """Write each session as `out/<instance_id>.jsonl` (one Add message a line), and say how
+    many there are."""
     out.mkdir(parents=True, exist_ok=True)
     counts: Counter[str] = Counter()
     for iid, messages in sessions:
@@ -133,7 +134,6 @@ def export(name: str, sessions: Iterator[tuple[str, list[Message]]], out: Path) 
         else:
             counts["missing"] += 1
     print(f"exported {name}: {dict(counts)}", flush=True)
-    return counts
 
 
 def chosen_agent(iid: str, agents: list[str]) -> list[str]:
