@@ -75,9 +75,10 @@ class SessionSignals:
         lexical = found.get("lexical", ())
         kinds = {str(item.fields.get("kind", "")) for item in lexical}
         return cls({name: session_ranks(items) for name, items in found.items()},
-                   session_scores(found.get("dense", ())), session_scores(lexical), location, refs_held or {},
-                   held, session_scores(found.get("refs", ())),
-                   {kind: session_scores([i for i in lexical if i.fields.get("kind", "") == kind]) for kind in kinds})
+                   session_scores(found.get("dense", ())), session_scores(lexical), location,
+                   refs_held=refs_held or {}, commit_ranks=held, refs_bm25=session_scores(found.get("refs", ())),
+                   kind_bm25={kind: session_scores([i for i in lexical if i.fields.get("kind", "") == kind])
+                              for kind in kinds})
 
     @cached_property
     def bm25_others(self) -> dict[str, float]:

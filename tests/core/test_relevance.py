@@ -29,3 +29,12 @@ def test_signals_keep_each_sessions_best_bm25_and_cosine() -> None:
     signals = SessionSignals.of(found, {})
     assert signals.bm25 == {"a": 9.0, "b": 4.0}
     assert signals.cosine == {"b": 0.7, "a": 0.5}
+
+
+def test_signals_keep_the_references_bm25_and_each_item_kinds_best() -> None:
+    found = _found({"a": 9.0}, {"a": 0.5})
+    found["lexical"].append(Candidate(id="a-step", score=3.0, fields={"session_key": "a", "kind": "step"}))
+    found["refs"] = [Candidate(id="b-refs", score=7.0, fields={"session_key": "b"})]
+    signals = SessionSignals.of(found, {}, {"title": {"a": 1}, "subject": {}})
+    assert signals.refs_bm25 == {"b": 7.0} and signals.kind_bm25["step"] == {"a": 3.0}
+    assert signals.commit_ranks == {"title": {"a": 1}} and signals.commits == frozenset()

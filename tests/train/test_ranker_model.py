@@ -95,7 +95,7 @@ def test_a_model_trained_on_other_features_is_refused(tmp_path: Path) -> None:
 
 
 def _trajectory(problem: str, f: str, g: str) -> dict[str, object]:
-    """A mini-swe-agent trajectory, as `build_data` replays them: the task, a look at the
+    """A mini-swe-agent trajectory, as `agents.mini_messages` reads them: the task, a look at the
     code, a sed edit, a test run and the submitted diff."""
     diff = (f"diff --git a/pkg/{f}.py b/pkg/{f}.py\n--- a/pkg/{f}.py\n+++ b/pkg/{f}.py\n"
             f"@@ -1,2 +1,2 @@ def {g}():\n-    return {g}_old()\n+    return {g}_new()\n")
@@ -116,9 +116,9 @@ def _trajectory(problem: str, f: str, g: str) -> dict[str, object]:
 
 
 def test_a_trajectory_is_replayed_without_the_system_prompt_or_the_harness_rules() -> None:
-    from train.ranker.build_data import session_messages
+    from train.ranker.agents import mini_messages
 
-    messages = session_messages(_trajectory("Cache key collides", "cache", "resolve_cache_key"))
+    messages = mini_messages(_trajectory("Cache key collides", "cache", "resolve_cache_key"))
     assert [m.role for m in messages[:2]] == ["user", "assistant"] and len(messages) == 9
     assert messages[0].text.endswith("Cache key collides\n</pr_description>")
     assert "harness's rules" not in messages[0].text
@@ -126,14 +126,14 @@ def test_a_trajectory_is_replayed_without_the_system_prompt_or_the_harness_rules
 
 def test_the_model_ranks_every_search_and_says_what_carried_it(memory) -> None:  # type: ignore[no-untyped-def]
     from codemem.contract.types import AddRequest, SearchRequest
-    from train.ranker.build_data import session_messages
+    from train.ranker.agents import mini_messages
 
     tasks = [("t1", "Cache key collides for unicode paths in resolve_cache_key", "cache", "resolve_cache_key"),
              ("t2", "Colour bar ticks overlap when the axis is logarithmic", "colorbar", "tick_locator"),
              ("t3", "Timezone offset lost when serialising naive datetimes", "dates", "to_iso")]
     for sid, problem, f, g in tasks:
         memory.add(AddRequest(request_id=f"{sid}:0", user_id="u", session_id=sid,
-                              messages=session_messages(_trajectory(problem, f, g))))
+                              messages=mini_messages(_trajectory(problem, f, g))))
     query = SearchRequest(user_id="u", query="resolve_cache_key returns the same key for two unicode paths", top_k=3)
     hits = memory.search(query)
     assert hits and hits[0].session_id == "t1"
