@@ -20,10 +20,10 @@ from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Hit, SearchRequest
 from codemem.embedding import Embedder, make_embedder
 from codemem.experience.types import Experience
-from codemem.ranking.relevance import SessionSignals
+from codemem.ranking.relevance import Ranker, SessionSignals
 from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.searcher import Searcher
-from codemem.ranking.types import Candidate, Ranker
+from codemem.ranking.types import Candidate
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store.inventory import ExperienceRecord, Inventory, StoredItem, UserSummary
 from codemem.store.lance import Store

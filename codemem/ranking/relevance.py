@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from codemem.ranking.rrf import tied_ranks
-from codemem.ranking.types import Candidate
+from codemem.ranking.types import Candidate, Ranking
 
 RETRIEVERS = ("lexical", "dense", "refs")
 COMMIT_RANKINGS = ("title", "subject", "since")
@@ -97,3 +98,13 @@ def share_lead(value: float, other: float) -> float:
     [-1, 1], 0 for a tie, 1 when nothing else scores (so the same on any score's scale)."""
     top = max(value, other)
     return (value - other) / top if top > 0 else 0.0
+
+
+class Ranker(Protocol):
+    """What orders a Search's candidate experiences (`features.candidates`): the relevance
+    model (`ranking/learned.py`); an evaluation may pass another to `Memory` to compare
+    rankings on the same Search."""
+
+    def rank(self, signals: SessionSignals, explain: int) -> Ranking:
+        """Every candidate's score and P(related), and what carried the first `explain`."""
+        ...

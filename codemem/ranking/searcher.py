@@ -28,11 +28,17 @@ from codemem.ranking.locations import ticket_refs
 from codemem.ranking.merged import name_matched_commits
 from codemem.ranking.query import Query, parse_query
 from codemem.ranking.releases import ReleaseIndex
-from codemem.ranking.relevance import RETRIEVERS, SessionSignals, session_ranks, session_scores
+from codemem.ranking.relevance import (
+    RETRIEVERS,
+    Ranker,
+    SessionSignals,
+    session_ranks,
+    session_scores,
+)
 from codemem.ranking.rrf import rrf
 from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.subjects import SubjectIndex
-from codemem.ranking.types import Candidate, Ranker, Ranking
+from codemem.ranking.types import Candidate, Ranking
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store import inventory
 from codemem.store import short_ids as ids

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
 import msgspec
-
-if TYPE_CHECKING:
-    from codemem.ranking.relevance import SessionSignals
 
 
 class Candidate(msgspec.Struct):
@@ -27,13 +22,3 @@ class Ranking(msgspec.Struct, frozen=True):
     scores: dict[str, float]
     relevance: dict[str, float]
     reasons: dict[str, dict[str, float]]
-
-
-class Ranker(Protocol):
-    """What orders a Search's candidate experiences (`features.candidates`): the relevance
-    model (`ranking/learned.py`); an evaluation may pass another to `Memory` to compare
-    rankings on the same Search."""
-
-    def rank(self, signals: SessionSignals, explain: int) -> Ranking:
-        """Every candidate's score and P(related), and what carried the first `explain`."""
-        ...
