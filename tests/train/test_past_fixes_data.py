@@ -79,6 +79,21 @@ def test_an_unnamed_fix_is_found_by_its_content_after_its_base_and_before_a_late
         "content": (fix, "content"), "named": (named, "pr")}
 
 
+def test_a_merge_that_names_no_pull_request_is_no_task_s_gold(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    base = _commit(repo, {"parser.py": "def parse(text):\n    return text\n"}, "Start", 100)
+    _git(repo, "checkout", "-q", "-b", "release")
+    _commit(repo, {"parser.py": FIX}, "Reject empty input", 200)  # the fix, on a release line
+    _commit(repo, {"notes.txt": "release notes\n"}, "More release work", 300)
+    _git(repo, "checkout", "-q", "main")
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "--no-ff",
+                    "-m", "Merge branch 'release'", "release"], check=True,
+                   env={"GIT_COMMITTER_DATE": "@400 +0000", "GIT_AUTHOR_DATE": "@400 +0000", "PATH": "/usr/bin:/bin"})
+    line = mainline(repo)
+    assert [(c.subject, c.merge) for c in line] == [("Merge branch 'release'", True), ("Start", False)]
+    assert find_gold(repo, [{"instance_id": "t", "number": 3, "patch": PATCH, "base_sha": base}], line) == {}
+
+
 def test_the_window_clone_walks_from_the_chosen_tip(tmp_path: Path) -> None:
     origin = _repo(tmp_path)
     for i in range(3):

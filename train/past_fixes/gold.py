@@ -5,12 +5,13 @@ Two rules, in this order (the past-fixes dev set's, on the first-parent line):
 
 1. **The pull request's name.** The change whose subject names the task's pull request
    ("Merge pull request #N ...", a squash's "... (#N)", `codemem.git.facts.pr_number`).
-2. **The content.** Where no subject names it (a pull request rebased onto the line, or
-   merged by hand): the oldest of the `LOOKAHEAD` changes after the pull request's base
-   commit whose added lines hold at least `COVER` of the lines the pull request adds (a later
-   one that holds them too moves or merges them: a refactor, a merge of a release branch). A
-   pull request that adds fewer than `MIN_LINES` such lines is too small to recognise by
-   content.
+2. **The content.** Where no subject names it (a pull request rebased or squashed onto the
+   line without its number): the oldest of the `LOOKAHEAD` changes after the pull request's
+   base commit whose added lines hold at least `COVER` of the lines the pull request adds (a
+   later one that holds them too moves them: a refactor). Merges are not searched: a merge
+   whose subject names no pull request brings in a branch (a release line, a developer's
+   sync) and with it dozens of fixes, no one report's answer. A pull request that adds fewer
+   than `MIN_LINES` such lines is too small to recognise by content.
 
 A line counts when it says something: stripped, at least `MIN_CHARS` long, with a letter or a
 digit ("}" or "end" match anything).
@@ -40,6 +41,7 @@ class Change:
     sha: str
     subject: str
     time: int  # committer time, seconds
+    merge: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,12 @@ class Gold:
 
 def mainline(git_dir: Path, ref: str = "HEAD") -> list[Change]:
     """The first-parent line from `ref`, newest first."""
-    out = subprocess.run(["git", "-C", str(git_dir), "log", "--first-parent", "--format=%H%x00%ct%x00%s", ref],
+    out = subprocess.run(["git", "-C", str(git_dir), "log", "--first-parent", "--format=%H%x00%ct%x00%P%x00%s", ref],
                          capture_output=True, text=True, errors="replace", check=True).stdout
     changes = []
     for line in out.splitlines():
-        sha, time, subject = line.split("\0", 2)
-        changes.append(Change(sha, subject, int(time)))
+        sha, time, parents, subject = line.split("\0", 3)
+        changes.append(Change(sha, subject, int(time), merge=len(parents.split()) > 1))
     return changes
 
 
@@ -119,8 +121,8 @@ def base_position(git_dir: Path, line: list[Change], base_sha: str) -> int | Non
 
 
 def by_content(git_dir: Path, tasks: list[dict[str, Any]], line: list[Change]) -> dict[str, int]:
-    """Rule 2: each task's oldest change holding at least COVER of its pull request's added
-    lines, among the LOOKAHEAD changes after its base commit."""
+    """Rule 2: each task's oldest change, not a merge, holding at least COVER of its pull
+    request's added lines, among the LOOKAHEAD changes after its base commit."""
     wanted: dict[str, tuple[set[str], int, int]] = {}
     for task in tasks:
         lines = added_lines(task.get("patch") or "")
@@ -132,7 +134,8 @@ def by_content(git_dir: Path, tasks: list[dict[str, Any]], line: list[Change]) -
     diffs = change_diffs(git_dir, line, min(w[1] for w in wanted.values()), max(w[2] for w in wanted.values()))
     gold = {}
     for instance_id, (lines, top, bottom) in wanted.items():
-        hits = [i for i in range(top, bottom + 1) if len(lines & diffs.get(i, set())) >= COVER * len(lines)]
+        hits = [i for i in range(top, bottom + 1)
+                if not line[i].merge and len(lines & diffs.get(i, set())) >= COVER * len(lines)]
         if hits:
             gold[instance_id] = max(hits)
     return gold
