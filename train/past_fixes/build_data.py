@@ -1,7 +1,7 @@
 """Training data for commit relevance: public bug reports turned into past-fix tasks over their
 repositories' real histories, as `../shared/data/past-fixes-dev` is built.
 
-    nice -n 10 python -m train.past_fixes.build_data --out /work/data/pastfix       # ~50 min
+    nice -n 10 python -m train.past_fixes.build_data --out /work/data/pastfix       # ~70 min here
     python -m eval.quality.past_fixes_cv --store /work/data/pastfix/store \\
         --tasks /work/data/pastfix/tasks.json \\
         --only "$(python -m train.past_fixes.build_data --out /work/data/pastfix --names)" \\

@@ -1,5 +1,5 @@
-"""A past-fix task's gold: the change(s) of its repository's first-parent line that fixed it,
-the changes `codemem ingest-git` stores as experiences (a merged pull request is one change).
+"""A past-fix task's gold: the change of its repository's first-parent line that fixed it, the
+change `codemem ingest-git` stores as one experience (a merged pull request is one change).
 
 Two rules, in this order (the past-fixes dev set's, on the first-parent line):
 
