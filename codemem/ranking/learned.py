@@ -1,4 +1,4 @@
-"""The relevance model: a LightGBM LambdaRank model over `ranking/features.py`, shipped as
+"""The relevance model: a pointwise LightGBM model over `ranking/features.py`, shipped as
 package data (`models/ranker.txt`, its card `models/ranker.json`, trained by
 `train/ranker/train.py` on public agent sessions and public histories; `train/ranker/README.md`).
 

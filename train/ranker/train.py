@@ -452,6 +452,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args.signals and not args.commits:
         ap.error("give --signals and/or --commits")
     t0 = time.perf_counter()
+    # What the card says it was trained at: read before anything is written.
+    at = {"commit": git("rev-parse", "--short", "HEAD"),
+          "clean_tree": git("status", "--porcelain", "--untracked-files=no") == ""}
     files = sorted(p / name for p in [*args.signals, *args.commits] for name in ("queries.jsonl", "cards.jsonl")
                    if (p / name).exists())
     hashes = {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
@@ -513,8 +516,7 @@ def main(argv: list[str] | None = None) -> None:
         "features": list(FEATURES), "candidate_depth": CANDIDATE_DEPTH,
         "params": {**FIXED, **params}, "calibration": {"kind": "platt", "a": a, "b": b, **calib},
         "search": search, "answer_shape": shape,
-        "trained_on": {"data_sha256": hashes, "commit": git("rev-parse", "--short", "HEAD"),
-                       "clean_tree": git("status", "--porcelain", "--untracked-files=no") == "", **data},
+        "trained_on": {"data_sha256": hashes, **at, **data},
         "cv": {"note": "leave-one-repository-out on the training data (not validation); the grid point was chosen "
                        f"by holding the same repositories out in {GRID_FOLDS} groups",
                "by_kind": by_kind, "by_source": by_source, "minus_fused": gain, "per_repo": per_repo,
