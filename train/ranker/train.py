@@ -397,7 +397,7 @@ def markdown(card: dict[str, Any]) -> str:
              + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()) + "; by source: "
              + ", ".join(f"{k} {v}" for k, v in data["by_source"].items()) + ".", "",
              "**Leave-one-repository-out, on the training data, not validation** (the grid point was chosen "
-             f"holding the same repositories out in {GRID_FOLDS} groups: 4 points, a small optimism):", "",
+             f"holding the same repositories out in {GRID_FOLDS} groups: {len(grid())} points, a small optimism):", "",
              "| kind | ranking | queries | hit@1 | hit@5 | MRR | useful@1 |", "|---|---|---:|---:|---:|---:|---:|"]
     for kind, table in cv["by_kind"].items():
         for name, f in table.items():
