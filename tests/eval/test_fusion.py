@@ -54,3 +54,24 @@ def test_a_mentioned_key_counts_a_share_of_an_edited_one() -> None:
     signals = SessionSignals({}, {}, location={"edits": (1.0, 0.0), "mentions": (0.0, 3.0), "weak": (0.0, 1.0)})
     assert FUSED.location_mention_weight == pytest.approx(0.25)
     assert fused_location_ranks(signals) == {"edits": 1, "weak": 3, "mentions": 2}
+
+
+def test_the_fusion_ranks_a_memorys_searches_in_place_of_the_model(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """What `python -m eval.replay` runs as its `fused` system: the same Search, the fusion's
+    order, floor and quiet threshold."""
+    from codemem.config import Settings
+    from codemem.contract.types import AddRequest, Message, SearchRequest
+    from codemem.memory import Memory
+    from eval.replay.fusion import fused_search
+
+    settings = Settings().replace({"storage.data_dir": str(tmp_path), "maintenance.interval_s": 0})
+    with Memory(settings, embedder=embedder, ranker=FusedRanker()) as memory:
+        memory.add(AddRequest("fix", "dev", "fix", [Message("user", "bulk_create crashes with ignore_conflicts"),
+                                                     Message("assistant", "Fixed django/db/models/query.py")]))
+        memory.add(AddRequest("css", "dev", "css", [Message("user", "Recolour the login button in admin/css/login.css")]))
+        config = fused_search(memory.search_config)
+        hits = memory.search(SearchRequest(user_id="dev", query="bulk_create TypeError with ignore_conflicts", top_k=5),
+                             config)
+    assert hits[0].session_id == "fix" and "features" not in hits[0].metadata  # no model: nothing carried it
+    assert config.calibration.quiet_below == FUSED.quiet_below
+    assert 0 < hits[0].metadata["relevance"] < 1 and 0 < hits[0].score <= 1  # ordered by the fused score

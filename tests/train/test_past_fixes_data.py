@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from train.data import evaluation_task_keys
+from train.data import EXCLUDED, evaluation_task_keys
 from train.past_fixes.build_data import main, window_clone
 from train.past_fixes.gold import Change, by_pull_request, find_gold, mainline
 from train.past_fixes.sources import (
@@ -140,13 +140,14 @@ def _task(instance_id: str, repo: str, number: int) -> dict[str, object]:
 
 def test_evaluation_tasks_and_repositories_never_enter_the_training_tasks(tmp_path: Path) -> None:
     shared = tmp_path / "data"
-    (shared / "swe-contextbench-lite").mkdir(parents=True)
-    (shared / "past-fixes-dev").mkdir()
-    (shared / "swe-contextbench-lite" / "trajectories_index.json").write_text(
+    lite, pastfixes = shared / EXCLUDED[0], shared / EXCLUDED[1]  # fakes of the evaluation sets
+    lite.mkdir(parents=True)
+    pastfixes.mkdir()
+    (lite / "trajectories_index.json").write_text(
         json.dumps([{"instance_id": "acme__calc-40", "file": "x", "repo": "acme/calc", "lines": 1}]))
-    (shared / "swe-contextbench-lite" / "related_tasks.jsonl").write_text(
+    (lite / "related_tasks.jsonl").write_text(
         json.dumps({"instance_id": "Acme__Parser-7"}) + "\n")
-    (shared / "past-fixes-dev" / "tasks.json").write_text(json.dumps([{"instance_id": "acme__web-3"}]))
+    (pastfixes / "tasks.json").write_text(json.dumps([{"instance_id": "acme__web-3"}]))
     keys = evaluation_task_keys(shared)
     tasks = [_task("acme__calc-40", "acme/calc", 40),  # a SWE-ContextBench Lite task
              _task("acme__parser-7", "acme/parser", 7),  # a related task, in another case

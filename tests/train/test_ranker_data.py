@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 from codemem.contract.types import Message
+from train.data import EXCLUDED
 from train.ranker.build_data import chosen_agent, main, mixed, own_sessions
 
 AGENTS = ["mini", "vorflux", "openhands"]
@@ -100,4 +101,4 @@ def test_each_replay_writes_rows_that_name_their_task_and_agent(tmp_path: Path) 
 
 def test_an_evaluation_set_is_refused_as_an_agent_s_sessions(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="never training data"):
-        main(["--agent", f"mini={tmp_path / 'swe-contextbench-lite'}", "--out", str(tmp_path / "out")])
+        main(["--agent", f"mini={tmp_path / EXCLUDED[0]}", "--out", str(tmp_path / "out")])
