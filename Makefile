@@ -60,7 +60,7 @@ test: dev
 # Re-runs the benchmarks that take a few minutes each (about 15 min in all on 2 cores), one
 # after another at this commit, and renders docs/results.md from eval/results/. The long ones
 # (the replay, restart, ui_latency, the load runs) and those that need more than the shared
-# data (past fixes, staleness, relevance_cv, ceiling) are listed in eval/README.md; re-run
+# data (past fixes, staleness, ceiling) are listed in eval/README.md; re-run
 # them by hand, then `python -m eval.render`.
 results: dev
 	$(BIN)/python -m eval.quality.memoryarena --data tests/fixtures/memoryarena

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from codemem.ranking.recipes import DEFAULT_SEARCH, RECIPES
+from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.search_config import ConfigTree, SearchConfig
 
 MCP_HTTP_PORT = 8765
@@ -197,11 +197,10 @@ class Limits:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Which recipe a deployment searches with (`codemem/ranking/recipes.py`, where the values
-    are explained), and the few of its values a deployment may set; unset (None) ones are the
-    recipe's own (the relevance floor and the quiet threshold read that ranking's scores)."""
+    """The few values of the search recipe (`codemem/ranking/recipes.py`, where they are
+    explained) a deployment may set; unset (None) ones are the recipe's own (the relevance
+    floor and the quiet threshold read the relevance model's P(related))."""
 
-    ranking: str = DEFAULT_SEARCH.ranking
     candidates: int | None = None
     relevance_floor: float | None = None
     quiet_below: float | None = None
@@ -215,13 +214,11 @@ class SearchSettings:
         self.config()  # the recipe's parts check the values set here
 
     def config(self) -> SearchConfig:
-        """The ranking's recipe with the values set here."""
-        if self.ranking not in RECIPES:
-            raise ValueError(f"SearchSettings.ranking must be one of {', '.join(RECIPES)}, not {self.ranking!r}")
-        paths = {"retrieval.candidates": self.candidates, "fusion.relevance_floor": self.relevance_floor,
+        """The recipe with the values set here."""
+        paths = {"retrieval.candidates": self.candidates, "calibration.relevance_floor": self.relevance_floor,
                  "calibration.quiet_below": self.quiet_below, "answer.budget_tokens": self.token_budget,
                  "answer.max_item_chars": self.max_item_chars}
-        return RECIPES[self.ranking].replace({k: v for k, v in paths.items() if v is not None})
+        return DEFAULT_SEARCH.replace({k: v for k, v in paths.items() if v is not None})
 
 
 @dataclass(frozen=True)
@@ -351,7 +348,6 @@ VARIABLES: dict[str, Variable] = {
     "CODEMEM_MAX_IMAGE_BYTES": Variable("limits.max_image_bytes", int),
     "CODEMEM_MAX_INFLIGHT_ADDS": Variable("limits.max_inflight_adds", int),
     "CODEMEM_MAX_INFLIGHT_SEARCHES": Variable("limits.max_inflight_searches", int),
-    "CODEMEM_RANKING": Variable("search.ranking"),
     "CODEMEM_CANDIDATES": Variable("search.candidates", int),
     "CODEMEM_RELEVANCE_FLOOR": Variable("search.relevance_floor", float),
     "CODEMEM_QUIET_BELOW": Variable("search.quiet_below", float),

@@ -20,7 +20,7 @@ from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Hit, SearchRequest
 from codemem.embedding import Embedder, make_embedder
 from codemem.experience.types import Experience
-from codemem.ranking.relevance import SessionSignals
+from codemem.ranking.relevance import Ranker, SessionSignals
 from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.searcher import Searcher
 from codemem.ranking.types import Candidate
@@ -38,8 +38,10 @@ log = logging.getLogger(__name__)
 
 class Memory:
     def __init__(self, settings: Settings, embedder: Embedder | None = None,
-                 search: SearchConfig | None = None) -> None:
-        """`search`: how to search (default: the settings' `search.config()`)."""
+                 search: SearchConfig | None = None, ranker: Ranker | None = None) -> None:
+        """`search`: how to search (default: the settings' `search.config()`); `ranker`: what
+        orders the candidates (default: the packaged relevance model; an evaluation compares
+        another on the same Search)."""
         self.settings = settings
         self.embedder = embedder or make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
         caches = settings.caches
@@ -48,7 +50,7 @@ class Memory:
         self.indexes = UserIndexes(caches.user_mb << 20)
         self.writing = SessionWriter(settings, self.embedder, self.store, self.indexes)
         self.searcher = Searcher(settings, self.embedder, self.store, self.indexes,
-                                 search or settings.search.config())
+                                 search or settings.search.config(), ranker)
 
     def warm_up(self) -> None:
         """Load the model (and its query encoder) now rather than on the first request."""

@@ -70,7 +70,13 @@ FILE_LABELS: dict[str, str] = {
 }
 
 # Result files whose command is retired (kept in git history), with the script's old path.
-RETIRED: dict[str, str] = {"read-check.json": "eval/read_check.py"}
+RETIRED: dict[str, str] = {"read-check.json": "eval/read_check.py",
+                           # The fusion's knob fitting, retired with the fusion (issue 40).
+                           "relevance_cv.json": "eval/replay/relevance_cv.py",
+                           "relevance_cv-1eb4f70.json": "eval/replay/relevance_cv.py",
+                           "fusion_train_cv.json": "train/fusion/fit.py",
+                           "past_fixes_cv.json": "eval/quality/past_fixes_cv.py",
+                           "past_fixes_train_cv.json": "eval/quality/past_fixes_cv.py"}
 
 
 @dataclass(frozen=True)

@@ -114,15 +114,19 @@ def file_rows(loaded: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def training_rows(card: dict[str, Any]) -> list[str]:
-    """The learned ranker's cross-validated figures on its training data, from its card."""
+    """The relevance model's cross-validated figures on its training data, per kind of
+    experience, from its card (written by the training run)."""
     trained = card["trained_on"]
-    rows = [f"The learned ranker's card (`{MODEL_CARD.relative_to(REPO_ROOT)}`, model `{card['model_id']}`, "
-            f"its card names commit `{short(trained['commit'])}`; trained on {trained['data']}, {trained['queries']} queries with "
-            f"related tasks): {card['cv']['note']}. The card records no date or machine; "
-            "`train/ranker/README.md` says how it was made.", "",
-            "| ranking | hit@1 | hit@5 | MRR | label |", "|---|---:|---:|---:|---|"]
-    for name, f in card["cv"]["figures"].items():
-        rows.append(f"| {name} | {f['hit@1']:.3f} | {f['hit@5']:.3f} | {f['mrr']:.3f} | training |")
+    rows = [f"The relevance model's card (`{MODEL_CARD.relative_to(REPO_ROOT)}`, model `{card['model_id']}`, "
+            f"trained at commit `{short(trained['commit'])}`, tree {'clean' if trained['clean_tree'] else 'dirty'}; "
+            f"{trained['queries']} queries, {trained['ranked_queries']} with a related experience in memory, over "
+            f"{trained['repositories']} repositories): {card['cv']['note']}. `train/ranker/README.md` says how it was "
+            "made.", "",
+            "| kind | ranking | queries | hit@1 | hit@5 | MRR | label |", "|---|---|---:|---:|---:|---:|---|"]
+    for kind, table in card["cv"]["by_kind"].items():
+        for name, f in table.items():
+            rows.append(f"| {kind} | {name} | {f['queries']} | {f['hit@1']:.3f} | {f['hit@5']:.3f} | {f['mrr']:.3f} "
+                        "| training |")
     return rows
 
 

@@ -1,18 +1,19 @@
-"""A Search answer: each experience as one item (its card, then its strongest evidence
-inline), best first, then further evidence while the token budget lasts.
+"""A Search answer: each experience as one item, best first, as much of it as its calibrated
+P(related) warrants: the best one's card with its strongest evidence inline, each other related
+one's card, a short card for the rest.
 
 A reader scores and reads items in order, so one experience is one item: the second-best
-experience starts at item 2, not after the first one's steps and messages, and the first
-few thousand tokens carry the most likely experience in depth (the first item gets a
-larger evidence allotment than the rest). Evidence that is not plain text (images) is
-listed as its own item, as stored.
+experience starts at item 2, not after the first one's steps and messages, and the first few
+thousand tokens carry the most likely experience in depth. Unfiltered experience helps a reader
+little (SWE-ContextBench), so what is not related is named, not shown. Evidence that is not
+plain text (images) is listed as its own item, as stored.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -41,71 +42,59 @@ EVIDENCE_HEADING = "Evidence from this session:"
 
 def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Candidate]], user_id: str,
           top_k: int, shape: AnswerShape, why: Mapping[str, dict[str, object]] | None = None,
-          quiet: bool = False) -> list[Hit]:
-    """Hits for `groups` (best first): `read` fetches whole rows by id; `why[session_key]`
-    goes into each experience item's metadata; `shape` is the search's answer part, fitted
-    to the request (`AnswerShape.fitted`).
+          related: Collection[str] = (), quiet: bool = False) -> list[Hit]:
+    """Hits for `groups` (best first, at most `shape.experiences`): `read` fetches whole rows
+    by id; `why[session_key]` goes into each experience item's metadata; `shape` is the
+    search's answer part, fitted to the request (`AnswerShape.fitted`).
 
-    One read fetches the cards, the evidence to inline and the next `top_k` evidence items
-    (what an answer with room left appends): each read has a fixed cost however few rows it
-    returns, and a second one is made only for loose evidence beyond those.
-
-    A `quiet` answer (no experience relevant enough) is the first `shape.quiet_experiences`
-    experiences: the first with `shape.quiet_first_evidence_chars` of evidence, each other
-    as a short card (its task's headline and outcome, at most `shape.quiet_card_chars`, no
-    evidence: `Memory.experience` opens it), then only the evidence that cannot be inlined
-    (images), all within `shape.quiet_budget_tokens`: a reader learns what the memory holds
-    nearby without reading tens of thousands of tokens of it, and a small memory's own notes
-    and images still come back."""
+    How much of an experience is shown follows its calibrated P(related): the first
+    experience's card carries its strongest evidence (`shape.first_evidence_chars`); each other
+    experience in `related` (P at least the quiet threshold) is its whole card, and every
+    other one a short card (its task's headline and outcome, at most `shape.short_card_chars`:
+    `Memory.experience` opens it). A `quiet` answer (no experience related) is short cards, the
+    first with `shape.quiet_first_evidence_chars` of evidence, within
+    `shape.quiet_budget_tokens`: a reader learns what the memory holds nearby without reading
+    tens of thousands of tokens of it. Evidence that cannot be inlined (images) follows the
+    experiences as its own items while `top_k` and the budget allow, so a small memory's own
+    images still come back. One read fetches the cards and the evidence to inline."""
     why = why or {}
-    card_chars = 0
+    first_chars = shape.first_evidence_chars
     if quiet:
         budget = min(shape.budget_tokens or shape.quiet_budget_tokens, shape.quiet_budget_tokens)
-        shape = dataclasses.replace(shape, first_evidence_chars=shape.quiet_first_evidence_chars,
-                                    evidence_chars=0, budget_tokens=budget)
-        groups, card_chars = groups[: shape.quiet_experiences], shape.quiet_card_chars
-    groups = groups[: shape.groups_to_read(top_k)]
-    inlinable = [shape.first_evidence_items if i == 0 else shape.evidence_items for i in range(len(groups))]
-    wanted = [g.card.id for g in groups] + [e.id for g, n in zip(groups, inlinable, strict=True) for e in g.evidence[:n]]
-    listed = set(wanted)
-    wanted += [e.id for g in groups for e in g.evidence if e.id not in listed][:top_k]
-    rows = _rows_of_user(read(wanted), user_id)
+        shape = dataclasses.replace(shape, budget_tokens=budget)
+        first_chars = shape.quiet_first_evidence_chars
+    groups = groups[: min(top_k, shape.experiences)]
+    first = groups[0].evidence[: shape.first_evidence_items] if groups else []
+    evidence = [e.id for g in groups for e in g.evidence]  # the first experience's first
+    rows = _rows_of_user(read([g.card.id for g in groups] + evidence[: max(len(first), top_k)]), user_id)
     hits: list[Hit] = []
-    loose: list[str] = []  # evidence ids not inlined, in answer order
     shown = _ShownEvidence()
-    for g, n in zip(groups, inlinable, strict=True):
+    for g in groups:
         card = rows.get(g.card.id)
-        allot = shape.evidence_chars if hits else shape.first_evidence_chars
+        if card is None:
+            continue
         inline: list[tuple[Row, str]] = []
-        for j, e in enumerate(g.evidence):
-            row = rows.get(e.id)
-            if card is None or row is None or row["content"] or allot <= 0 or j >= n:
-                loose.append(e.id)
-                continue
-            if shown.covers(row):
-                continue
-            text, _ = clip_middle(str(row["text"]), min(allot, shape.max_item_chars))
-            shown.add(text)
-            allot -= len(text)
-            inline.append((row, text))
-        if card is not None:
-            hits.append(_experience_hit(card, inline, g.score, why.get(g.session_key, {}), card_chars if hits else 0))
-            if quiet:
-                hits[-1].metadata["quiet"] = True
+        if g is groups[0]:  # the best experience: its evidence inlined
+            allot = first_chars
+            for e in first:
+                row = rows.get(e.id)
+                if row is None or row["content"] or allot <= 0 or shown.covers(row):
+                    continue
+                text, _ = clip_middle(str(row["text"]), min(allot, shape.max_item_chars))
+                shown.add(text)
+                allot -= len(text)
+                inline.append((row, text))
+        short = 0 if not hits or (g.session_key in related and not quiet) else shape.short_card_chars
+        hits.append(_experience_hit(card, inline, g.score, why.get(g.session_key, {}), short))
+        if quiet:
+            hits[-1].metadata["quiet"] = True
     built = hits[:top_k]
     hits = within_budget(built, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     room = top_k - len(hits)
-    if room > 0 and len(hits) == len(built) and loose:  # the budget has room for more
-        if unread := [item_id for item_id in loose[:room] if item_id not in rows]:
-            rows.update(_rows_of_user(read(unread), user_id))
+    if room > 0 and len(hits) == len(built):  # images, which no card can inline
         floor = hits[-1].score if hits else 1.0
-        for i, item_id in enumerate(loose[:room]):
-            row = rows.get(item_id)
-            if row is None or shown.covers(row) or (quiet and not row["content"]):
-                continue
-            hits.append(_item_hit(row, floor * 0.99 ** (i + 1), shape.max_item_chars))
-            if isinstance(hits[-1].content, str):
-                shown.add(hits[-1].content)
+        images = [rows[i] for i in evidence if i in rows and rows[i]["content"]][:room]
+        hits += [_item_hit(row, floor * 0.99 ** (i + 1), shape.max_item_chars) for i, row in enumerate(images)]
         hits = within_budget(hits, _size, shape.budget_tokens, MAX_RESPONSE_BYTES)
     return hits
 

@@ -1,10 +1,9 @@
-"""Rank experiences, not items: the retrievers are fused per session (`relevance.fuse`),
-then each session's matching items are grouped under its card.
+"""Rank experiences, not items: the relevance model scores sessions (each retriever ranks
+them by their best item, `relevance.SessionSignals`), then each session's matching items are
+grouped under its card.
 
-A long session has hundreds of messages that each match a few query words, so fusing at
-item level and summing a session's items rewards length. Each retriever instead ranks
-sessions by their best item, and reciprocal-rank fusion combines those session rankings,
-so a session counts once per retriever whatever its length.
+A long session has hundreds of messages that each match a few query words, so summing a
+session's items would reward length: a session counts once per retriever whatever its length.
 """
 
 from __future__ import annotations

@@ -1,12 +1,20 @@
-"""Per-candidate features for the learned ranker (`ranking/learned.py`): what each retriever,
-the code-location index and the card's fields say about one candidate experience.
+"""Per-candidate features of the relevance model (`ranking/learned.py`): what each retriever,
+the code-location index, the commit rankings and the card's fields say about one candidate
+experience, whatever its kind (an agent session, a commit, a merged pull request).
 
 A pure function of the `SessionSignals` a Search computes (its `fields` are read from the
-candidates' cards, `ranking/fields.py`): no model, no hand-set weight. Scores are given raw and
-as a share of the query's best one (a BM25 score means little across repositories; its share of
-the best candidate's says how close it comes), ranks as reciprocal ranks (0: the retriever did
-not find it), so an absent signal is a zero, not a sentinel. The candidates are the sessions
-that any ranking puts in its first `depth`.
+candidates' cards, `ranking/fields.py`): no model, no hand-set weight. Ranks are given as
+reciprocal ranks (0: the ranking did not find it), so an absent signal is a zero, not a
+sentinel; a commit ranking absent from a memory of agent sessions reads 0 for every
+candidate. The candidates are the sessions that any ranking puts in its first `depth`.
+
+Two kinds of feature. Relative ones (a rank, a share of the query's best, a lead over the best
+other candidate) tell the candidates of one query apart whatever the memory's scale, but say
+nothing of whether the best is related at all: the best of a one-experience memory has every
+share at 1. Absolute ones say that: the raw cosine of the candidate's nearest item to the task
+(MiniLM's, the same model in every memory), the share of the query's words found in its card,
+and the share of the query's code references it holds. The calibration of P(related) needs
+both (`train/ranker/README.md`).
 """
 
 from __future__ import annotations
@@ -14,27 +22,31 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from codemem.ranking.fields import FIELDS
-from codemem.ranking.relevance import RETRIEVERS, SessionSignals, fuse, share_lead
-from codemem.ranking.search_config import SearchConfig
+from codemem.ranking.relevance import COMMIT_RANKINGS, RETRIEVERS, SessionSignals, share_lead
 
 # How deep each ranking is read for candidates (the training data's too: train/ranker).
 CANDIDATE_DEPTH = 30
 KINDS = ("card", "step", "message")
 
-# Every feature is scale-free (a rank, a share of the query's best, a lead over the best other
-# candidate, a share of the query's words): raw BM25 scores, cosines and idf masses depend on
-# the memory's size and texts, so they do not carry over from one repository to another.
-# And every one says "more related" as it grows, which the model is held to (monotone
-# constraints), so that it cannot learn a quirk of the training memories in reverse.
+# Every one but the kind says "more related" as it grows, which the model is held to (monotone
+# constraints, `MONOTONE`), so that it cannot learn a quirk of the training memories in reverse.
+# The kind (1 for a commit or merged pull request, 0 for an agent session) lets the trees read
+# the other features differently for each kind: a commit's retrievers match a short message and
+# a diff, a session's a whole transcript.
 FEATURES: tuple[str, ...] = (
+    "commit",
     "lexical_rr", "lexical_share", "bm25_lead",
-    "dense_rr", "dense_gap",
-    "refs_rr", "refs_share",
+    "dense_rr", "dense_gap", "cosine",
+    "refs_rr", "refs_share", "refs_held",
     "location_rr", "edited_share",
     "firsts", "found_by",
     *(f"{kind}_share" for kind in KINDS),
+    *(f"{name}_rr" for name in COMMIT_RANKINGS),
     *(f"{name}_match" for name in FIELDS),
 )
+
+
+MONOTONE: tuple[int, ...] = tuple(0 if name == "commit" else 1 for name in FEATURES)
 
 
 def location_ranks(signals: SessionSignals) -> dict[str, int]:
@@ -46,15 +58,15 @@ def location_ranks(signals: SessionSignals) -> dict[str, int]:
 
 
 def _rankings(signals: SessionSignals) -> dict[str, dict[str, int]]:
-    return {**{name: signals.ranks.get(name, {}) for name in RETRIEVERS}, "location": location_ranks(signals)}
+    """Every ranking that finds candidates: the retrievers', the code locations' and the
+    commit title and subject rankings ("since" marks, it does not rank)."""
+    return {**{name: signals.ranks.get(name, {}) for name in RETRIEVERS}, "location": location_ranks(signals),
+            **{name: signals.commit_ranks.get(name, {}) for name in COMMIT_RANKINGS if name != "since"}}
 
 
-def candidates(signals: SessionSignals, config: SearchConfig, depth: int = CANDIDATE_DEPTH) -> list[str]:
-    """The sessions any retriever or the location index ranks in its first `depth`, in the
-    fused order (best first; the order only breaks the model's ties)."""
-    keys = {key for ranks in _rankings(signals).values() for key, rank in ranks.items() if rank <= depth}
-    fused = fuse(signals, config)
-    return sorted(keys, key=lambda k: (-fused.get(k, 0.0), k))
+def candidates(signals: SessionSignals, depth: int = CANDIDATE_DEPTH) -> list[str]:
+    """The sessions any ranking puts in its first `depth`, by key (the model orders them)."""
+    return sorted({key for ranks in _rankings(signals).values() for key, rank in ranks.items() if rank <= depth})
 
 
 def _share(value: float, best: float) -> float:
@@ -68,6 +80,7 @@ def _rr(rank: int | None) -> float:
 def candidate_features(signals: SessionSignals, keys: Sequence[str]) -> dict[str, tuple[float, ...]]:
     """Each of `keys`' feature vector, in `FEATURES` order."""
     rankings = _rankings(signals)
+    firsts = [rankings[name] for name in (*RETRIEVERS, "location")]
     best_bm25 = max(signals.bm25.values(), default=0.0)
     best_cos = max(signals.cosine.values(), default=0.0)
     best_refs = max(signals.refs_bm25.values(), default=0.0)
@@ -80,25 +93,21 @@ def candidate_features(signals: SessionSignals, keys: Sequence[str]) -> dict[str
         cos = signals.cosine.get(key)
         edited = signals.location.get(key, (0.0, 0.0))[0]
         out[key] = (
+            float(key in signals.commits),
             _rr(rankings["lexical"].get(key)), _share(bm25, best_bm25),
             share_lead(bm25, signals.bm25_others.get(key, best_bm25)),
             _rr(rankings["dense"].get(key)), (cos - best_cos) if cos is not None else -1.0,
+            max(cos, 0.0) if cos is not None else 0.0,
             _rr(rankings["refs"].get(key)), _share(signals.refs_bm25.get(key, 0.0), best_refs),
+            signals.refs_held.get(key, 0.0),
             _rr(rankings["location"].get(key)), _share(edited, best_edited),
-            float(sum(ranks.get(key) == 1 for ranks in rankings.values())),
-            float(sum(key in ranks for ranks in rankings.values())),
+            float(sum(ranks.get(key) == 1 for ranks in firsts)),
+            float(sum(key in ranks for ranks in firsts)),
             *(_share(signals.kind_bm25.get(kind, {}).get(key, 0.0), best_kind[kind]) for kind in KINDS),
+            *(_rr(signals.commit_ranks.get(name, {}).get(key)) for name in COMMIT_RANKINGS),
             *signals.fields.get(key, no_fields),
         )
     return out
-
-
-def feature_rows(signals: SessionSignals, config: SearchConfig,
-                 depth: int = CANDIDATE_DEPTH) -> tuple[list[str], list[tuple[float, ...]]]:
-    """The candidates (fused order) and their feature vectors."""
-    keys = candidates(signals, config, depth)
-    by_key = candidate_features(signals, keys)
-    return keys, [by_key[k] for k in keys]
 
 
 def as_mapping(vector: Sequence[float]) -> Mapping[str, float]:

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from codemem.experience.building.render import card_sections, headline
 from codemem.experience.types import CONVERSATION
 from codemem.ranking.card_indexes import CardIndex
+from codemem.ranking.merged import merged_of
 from codemem.ranking.query import IGNORED
 
-FIELDS = ("title", "task", "diff", "errors", "files")
+FIELDS = ("title", "task", "diff", "errors", "files", "merged", "words")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A line that names an error: an exception or error type, a traceback, a failing assertion.
@@ -62,6 +63,7 @@ class CardFields:
     diff: frozenset[str]
     errors: frozenset[str]
     files: frozenset[str]  # the files (and symbols) it edited and read
+    merged: frozenset[str] = frozenset()  # a merge's branch commits' subjects (`merged.merged_of`)
     conversation: bool = False  # a session with no coding work (`Experience.metadata`)
 
     @classmethod
@@ -74,11 +76,12 @@ class CardFields:
         return cls(title=words(headline(task)), task=words(task), diff=words(sections.get("Final diff", "")),
                    errors=words("\n".join(str(e) for e in errors) if isinstance(errors, list) else str(errors)),
                    files=words(sections.get("Edited", "") + "\n" + sections.get("Also read", "")),
+                   merged=words("\n".join(subject for _, subject in merged_of(meta, text))),
                    conversation=bool(meta.get(CONVERSATION)))
 
     @property
     def every(self) -> frozenset[str]:
-        return self.title | self.task | self.diff | self.errors | self.files
+        return self.title | self.task | self.diff | self.errors | self.files | self.merged
 
 
 class FieldIndex(CardIndex):
@@ -120,10 +123,14 @@ def _share(query: frozenset[str], field: frozenset[str], weight: Mapping[str, fl
 
 def field_matches(text: str, cards: Mapping[str, CardFields]) -> dict[str, tuple[float, ...]]:
     """Per candidate of `cards` (session key -> its card's fields), in `FIELDS` order: how
-    much of the query's title its title holds (weighted Jaccard: 1 for a twin), and the share
-    of the query's words found in its task, its final diff and the files it edited or read,
-    and of the words of the query's error lines found in its errors (0 when the query names
-    no error). A word no candidate holds weighs as the rarest one does."""
+    much of the query's title its title holds (weighted Jaccard: 1 for a twin), the share of
+    the query's words found in its task, its final diff and the files it edited or read, of
+    the words of the query's error lines found in its errors (0 when the query names no
+    error), and of the query title's words found in a merge's branch subjects (0 for anything
+    but a merge); a word no candidate holds weighs as the rarest one does. Last, unweighted,
+    the share of the query's words found anywhere in its card: the one absolute match, the
+    same whatever the other candidates hold (a one-experience memory asked about something
+    else reads near 0 there, and 1 in every weighted share's place of best)."""
     weight = idf(cards.values())
     rarest = math.log(1 + len(cards)) if cards else 0.0
     query = words(text)
@@ -135,5 +142,7 @@ def field_matches(text: str, cards: Mapping[str, CardFields]) -> dict[str, tuple
         both = sum(weight.get(w, rarest) for w in title & card.title)
         out[key] = (both / sum(weight.get(w, rarest) for w in union) if union else 0.0,
                     _share(query, card.task, weight, rarest), _share(query, card.diff, weight, rarest),
-                    _share(errors, card.errors, weight, rarest), _share(query, card.files, weight, rarest))
+                    _share(errors, card.errors, weight, rarest), _share(query, card.files, weight, rarest),
+                    _share(title, card.merged, weight, rarest),
+                    len(query & card.every) / len(query) if query else 0.0)
     return out

@@ -1,18 +1,18 @@
-"""The learned ranker: a LightGBM LambdaRank model over `ranking/features.py`, shipped as
+"""The relevance model: a pointwise LightGBM model over `ranking/features.py`, shipped as
 package data (`models/ranker.txt`, its card `models/ranker.json`, trained by
-`train/ranker/train.py` on public SWE-bench Verified tasks; `train/ranker/README.md`).
+`train/ranker/train.py` on public agent sessions and public histories; `train/ranker/README.md`).
 
-It orders the candidate experiences (`features.candidates`) by the model's score, and maps
-that score to P(related) with the Platt calibration fitted on out-of-fold scores. Sessions
-outside the candidates follow in the fused order, below every candidate. The loader refuses a
-model whose card names other features than this code computes.
+It scores the candidate experiences (`features.candidates`) and maps each score to P(related)
+with the Platt calibration fitted on out-of-fold scores; that probability orders them, decides
+whether an answer is quiet and how much of each experience it shows. Sessions outside the
+candidates are not returned. The loader refuses a model whose card names other features than
+this code computes.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,78 +20,69 @@ from typing import Any
 
 import numpy as np
 
-from codemem.ranking.features import FEATURES, candidate_features, candidates
-from codemem.ranking.relevance import SessionSignals, fuse
-from codemem.ranking.search_config import SearchConfig
+from codemem.ranking.features import CANDIDATE_DEPTH, FEATURES, candidate_features, candidates
+from codemem.ranking.relevance import SessionSignals
 from codemem.ranking.types import Ranking
 
 MODEL_FILE = "ranker.txt"
 CARD_FILE = "ranker.json"
+MODELS = Path(str(resources.files("codemem.ranking") / "models"))
 
 
 class ModelMismatch(ValueError):
     """A model file that does not fit this code (other features, a missing card)."""
 
 
+def model_card(directory: Path = MODELS) -> dict[str, Any]:
+    """A model's card (`models/ranker.json`: features, calibration, thresholds, data, figures)."""
+    return dict(json.loads((directory / CARD_FILE).read_text()))
+
+
 @dataclass(frozen=True)
 class LearnedRanker:
     booster: Any  # lightgbm.Booster
     model_id: str
-    depth: int
     platt: tuple[float, float]
 
     @classmethod
-    def load(cls, directory: Path | None = None) -> LearnedRanker:
+    def load(cls, directory: Path = MODELS) -> LearnedRanker:
         """The model in `directory` (default: the packaged one)."""
-        import lightgbm  # only a Search that asks for the learned ranker pays for the import
+        import lightgbm  # imported by the first Search, not by `import codemem`
 
-        root = directory or Path(str(resources.files("codemem.ranking") / "models"))
-        card = json.loads((root / CARD_FILE).read_text())
+        card = model_card(directory)
         if list(card.get("features", ())) != list(FEATURES):
-            raise ModelMismatch(f"{root / MODEL_FILE} ({card.get('model_id')}) was trained on features "
+            raise ModelMismatch(f"{directory / MODEL_FILE} ({card.get('model_id')}) was trained on features "
                                 f"{card.get('features')}, this code computes {list(FEATURES)}: retrain it "
                                 "(python -m train.ranker.train)")
-        booster = lightgbm.Booster(model_file=str(root / MODEL_FILE))
+        if card.get("candidate_depth") != CANDIDATE_DEPTH:
+            raise ModelMismatch(f"{directory / MODEL_FILE} was trained on the first {card.get('candidate_depth')} "
+                                f"of each ranking, this code reads {CANDIDATE_DEPTH}: retrain it")
+        booster = lightgbm.Booster(model_file=str(directory / MODEL_FILE))
         if booster.num_feature() != len(FEATURES):
-            raise ModelMismatch(f"{root / MODEL_FILE} reads {booster.num_feature()} features, not {len(FEATURES)}")
+            raise ModelMismatch(f"{directory / MODEL_FILE} reads {booster.num_feature()} features, not {len(FEATURES)}")
         calibration = card["calibration"]
-        return cls(booster, str(card["model_id"]), int(card["candidate_depth"]),
-                   (float(calibration["a"]), float(calibration["b"])))
-
-    def candidates(self, signals: SessionSignals, config: SearchConfig) -> list[str]:
-        """The sessions this model scores (their fields are read for it: `Memory.signals`)."""
-        return candidates(signals, config, self.depth)
+        return cls(booster, str(card["model_id"]), (float(calibration["a"]), float(calibration["b"])))
 
     def probabilities(self, raw: np.ndarray) -> np.ndarray:
         """P(related) of raw scores (the Platt calibration)."""
         a, b = self.platt
         return 1.0 / (1.0 + np.exp(-np.clip(a * raw + b, -50.0, 50.0)))
 
-    def rank(self, signals: SessionSignals, config: SearchConfig, explain: int = 0, top: int = 3) -> Ranking:
-        """Every fused session's score: the candidates' P(related) in the model's order, then
-        the rest in fused order below them; and for the first `explain` candidates the `top`
-        features whose LightGBM contributions moved their scores most."""
-        keys = self.candidates(signals, config)
+    def rank(self, signals: SessionSignals, explain: int = 0, top: int = 3) -> Ranking:
+        """Each candidate's P(related), and for the `explain` most probable the `top` features
+        whose LightGBM contributions moved their scores most."""
+        keys = candidates(signals)
         vectors = candidate_features(signals, keys)
         x = np.asarray([vectors[k] for k in keys], dtype=np.float64).reshape(len(keys), len(FEATURES))
-        p = self.probabilities(self.booster.predict(x)) if keys else np.zeros(0)
+        p = self.probabilities(self.booster.predict(x, raw_score=True)) if keys else np.zeros(0)
         scores = {k: float(v) for k, v in zip(keys, p, strict=True)}
-        least = min(scores.values(), default=1.0)
-        fused = fuse(signals, config)
-        best = max(fused.values(), default=1.0) or 1.0
-        for key, value in fused.items():
-            scores.setdefault(key, 0.5 * least * value / best)
-        first = [i for i in np.argsort(-p, kind="stable")[:explain]]
         reasons: dict[str, dict[str, float]] = {}
-        if first:
+        if first := [int(i) for i in np.argsort(-p, kind="stable")[:explain]]:
             contrib = self.booster.predict(x[first], pred_contrib=True)
             for i, row in zip(first, contrib, strict=True):
                 order = np.argsort(-np.abs(row[:-1]))[:top]  # the last column is the bias
                 reasons[keys[i]] = {FEATURES[j]: round(float(row[j]), 3) for j in order}
-        return Ranking(scores, reasons)
-
-    def scores(self, signals: SessionSignals, config: SearchConfig) -> Mapping[str, float]:
-        return self.rank(signals, config).scores
+        return Ranking(scores, scores, reasons)
 
 
 _LOADED: dict[str, LearnedRanker] = {}

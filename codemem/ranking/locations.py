@@ -97,7 +97,12 @@ class LocationIndex(CardIndex):
             out[session_key] = (edited, sum(weights[k] for k in matched) - edited)
         return out
 
-
-def location_score(edited: float, mentioned: float, mention_weight: float) -> float:
-    """One number per experience: edited keys count fully, mentioned ones `mention_weight`."""
-    return edited + mention_weight * mentioned
+    def held(self, query_keys: Iterable[str], among: Iterable[str]) -> dict[str, float]:
+        """Per experience of `among`: the share of `query_keys` (each counted once) its card
+        holds. Absolute, unlike `scores`: the idf of a key depends on the memory, this share
+        does not (a one-experience memory asked about other code reads 0)."""
+        wanted = frozenset(query_keys)
+        if not wanted:
+            return {}
+        return {key: len(code.mentioned & wanted) / len(wanted)
+                for key in among if (code := self.experiences.get(key)) is not None}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from codemem.contract.types import Hit
 from codemem.ranking.subjects import stems
@@ -44,7 +44,7 @@ def matching_commits(query: str, merged: Sequence[Sequence[str]], limit: int = M
     return [(sha, subject) for score, _, sha, subject in sorted(scored, reverse=True)[:limit] if score >= best / 2]
 
 
-def merged_of(metadata: dict[str, object], card: str) -> list[tuple[str, str]]:
+def merged_of(metadata: Mapping[str, object], card: str) -> list[tuple[str, str]]:
     """A merge card's branch commits: from its metadata, else from its task's "Commits:" list."""
     listed = metadata.get("merged")
     if isinstance(listed, list):

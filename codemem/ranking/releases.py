@@ -5,9 +5,9 @@ A report says which version it was seen in ("Lombok version: 1.18.16", "tokio: 0
 carry the release they came after (`codemem.git.releases`); this index holds it per
 experience, and `reported` finds the report's version: the first one written after one of
 the project's names, else the first that is one of its releases (so "rustc 1.41.0" beside
-"tokio: 0.2.18" is read as tokio's 0.2.18). `Memory.signals` turns that into a ranking in
-which every candidate experience released since that version ties first: a lift, within
-the fusion, of the changes that can be the fix over older ones that only look like it.
+"tokio: 0.2.18" is read as tokio's 0.2.18). `Memory.signals` turns that into a feature of
+the relevance model (`since_rr`: 1 for every candidate released since that version): what
+tells the changes that can be the fix from older ones that only look like it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,18 @@
-"""Reciprocal rank fusion (Cormack et al. 2009): robust to retrievers' incomparable scores."""
+"""Reciprocal rank fusion of items (Cormack et al. 2009): robust to retrievers' incomparable
+scores. It orders the evidence within each experience (`answer.build` inlines the first) and
+scores the turns of a conversation (`timeline/turns.py`, whose weights were fitted on these
+scores); the experiences themselves are ordered by the relevance model, not by a fusion.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
 from codemem.ranking.types import Candidate
+
+# Cormack et al.'s constant, not searched: with it the first ranks of each list do not drown
+# the agreement of several lists.
+K = 60
 
 
 def tied_ranks(ranked: Sequence[Candidate]) -> Iterator[tuple[int, Candidate]]:
@@ -18,7 +26,7 @@ def tied_ranks(ranked: Sequence[Candidate]) -> Iterator[tuple[int, Candidate]]:
         yield rank, cand
 
 
-def rrf(ranked_lists: Sequence[Sequence[Candidate]], k: int) -> list[Candidate]:
+def rrf(ranked_lists: Sequence[Sequence[Candidate]], k: int = K) -> list[Candidate]:
     """Fuse ranked lists; each candidate scores sum(1 / (k + rank)), best first, ranks as
     `tied_ranks` gives them.
 

@@ -1,10 +1,10 @@
 """The parts of a search configuration, each a small frozen record that checks its own values.
 
-A `SearchConfig` nests them by concern: what the retrievers fetch (`Retrieval`), how their
-rankings are fused (`Fusion`), how relevance is calibrated (`Calibration`), how much an answer
-carries (`AnswerShape`) and how a memory of dialogue is answered (`TurnConfig`). The values
-that ship are the named recipes in `codemem.ranking.recipes`; a caller varies one by
-replacing a part's field by its dotted path (`config.replace({"fusion.dense_weight": 0.0})`).
+A `SearchConfig` nests them by concern: what the retrievers fetch (`Retrieval`), what the
+relevance model's calibrated probability decides (`Calibration`), how much an answer carries
+(`AnswerShape`) and how a memory of dialogue is answered (`TurnConfig`). The values that ship
+are `codemem.ranking.recipes.DEFAULT_SEARCH`; a caller varies one by replacing a part's field
+by its dotted path (`config.replace({"answer.budget_tokens": 4000})`).
 """
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ from codemem.experience.building.render import CARD_CHARS
 from codemem.ranking.shape import CHARS_PER_TOKEN
 from codemem.timeline.turns import TurnConfig
 
-RANKINGS = ("fused", "learned")
-
 
 class ConfigTree:
     """A frozen dataclass of frozen dataclasses whose leaves are named by dotted paths."""
 
     def replace(self, changes: Mapping[str, object]) -> Self:
-        """A copy with each leaf `changes` names by its path ("fusion.dense_weight") set; every
+        """A copy with each leaf `changes` names by its path ("answer.budget_tokens") set; every
         part touched checks its values again."""
         return _replaced(self, changes, "")
 
@@ -77,96 +75,52 @@ def _share(owner: object, name: str) -> None:
 
 @dataclass(frozen=True)
 class Retrieval:
-    """What the retrievers fetch for fusion."""
+    """What the retrievers fetch for the relevance model."""
 
-    candidates: int  # how many candidates each retriever hands to fusion
-    # Commit experiences only: the report's title and the first `title_prose_words` words of
-    # its prose are matched with their text (BM25), and its title with their subjects.
-    title_prose_words: int
+    candidates: int  # how many items each retriever returns
 
     def __post_init__(self) -> None:
         _at_least(self, "candidates", 1)
-        _at_least(self, "title_prose_words", 0)
-
-
-@dataclass(frozen=True)
-class Fusion:
-    """How the retrievers' rankings become one: each ranking's weight in the reciprocal-rank
-    fusion of sessions, the rank constants, and the floor below which experiences are left out."""
-
-    lexical_weight: float  # BM25 over items
-    dense_weight: float  # nearest cards and items by embedding
-    refs_weight: float  # references (paths, symbols, errors)
-    # Code-location evidence (`ranking/locations.py`): its weight, and what a code key an
-    # experience only mentions counts against one it edited.
-    location_weight: float
-    location_mention_weight: float
-    # Commit experiences only: the title (BM25) and subject (`ranking/subjects.py`) rankings.
-    title_weight: float
-    subject_weight: float
-    # The candidate changes released since the version a report names (`ranking/releases.py`),
-    # all tied first in a ranking with this weight.
-    since_weight: float
-    # Reciprocal-rank constants: item-level fusion (which orders each session's evidence) and
-    # session-level fusion (which ranks experiences).
-    item_rrf_k: int
-    session_rrf_k: int
-    # Experiences scoring below this share of the best one's score are left out (0: none).
-    relevance_floor: float
-
-    def __post_init__(self) -> None:
-        for name in ("lexical_weight", "dense_weight", "refs_weight", "location_weight", "location_mention_weight",
-                     "title_weight", "subject_weight", "since_weight", "item_rrf_k", "session_rrf_k"):
-            _at_least(self, name, 0)
-        _share(self, "relevance_floor")
-
-    def weights(self) -> dict[str, float]:
-        """Each session ranking's weight, by the ranking's name."""
-        return {"lexical": self.lexical_weight, "dense": self.dense_weight, "refs": self.refs_weight,
-                "location": self.location_weight, "title": self.title_weight, "subject": self.subject_weight,
-                "since": self.since_weight}
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Calibrated relevance (`ranking/relevance.py`), the threshold below which an answer is quiet,
-    and whether an answer is empty when nothing is closely related (`ranking/evidence.py`)."""
+    """What the relevance model's calibrated P(related) decides (`ranking/learned.py`): below
+    `quiet_below` for every experience the answer is quiet, and an experience whose P is below
+    `relevance_floor` times the best one's is left out. Both are the model's own, chosen on its
+    training folds and kept in its card (`models/ranker.json`, "search"). And whether an answer
+    is empty when the memory holds nothing closely related to the query at all
+    (`ranking/evidence.py`)."""
 
-    # Logistic coefficients: intercept; lead over the best other experience in the fusion and
-    # in BM25 (shares of the larger score); nearest cosine; how many retrievers rank it first.
-    coefficients: tuple[float, float, float, float, float]
-    # When no experience reaches this the answer stays quiet (0: never quiet).
-    quiet_below: float
-    # An answer is empty when the memory holds nothing closely related to the query at all
-    # (`ranking/evidence.py`); False where every stored item may matter however little it
-    # shares with the question (MemoryArena's earlier subtasks).
+    quiet_below: float  # 0: never quiet
+    relevance_floor: float  # 0: none left out
+    # False where every stored item may matter however little it shares with the question
+    # (MemoryArena's earlier subtasks).
     empty_when_unrelated: bool = True
 
     def __post_init__(self) -> None:
-        if len(self.coefficients) != 5:
-            raise ValueError(f"Calibration.coefficients must hold 5 numbers, not {len(self.coefficients)}")
         _share(self, "quiet_below")
+        _share(self, "relevance_floor")
 
 
 @dataclass(frozen=True)
 class AnswerShape:
-    """How much of each experience an answer carries (`answer.build`)."""
+    """How much of each experience an answer carries (`answer.build`), by its P(related): the
+    best experience's card with its evidence, each other related one's card (P at least the
+    quiet threshold), short cards for the rest; a quiet answer (nothing related) is short
+    cards with a little evidence under the first."""
 
     budget_tokens: int  # the answer stops at about this many tokens (0: top_k alone bounds it)
     max_item_chars: int  # a loose item longer than this is trimmed, head and tail kept (0: never)
-    # Evidence inlined under the best experience's card, and under each of the others:
-    # characters, and how many evidence items are read for it.
+    # Evidence inlined under the best experience's card: characters, and evidence items read.
     first_evidence_chars: int
-    evidence_chars: int
     first_evidence_items: int
-    evidence_items: int
-    # A quiet answer: at most `quiet_experiences` experiences, the first with
-    # `quiet_first_evidence_chars` of evidence, each other as a short card of at most
-    # `quiet_card_chars` (`experience/building/render.short_card`), loose evidence only where it
-    # cannot be inlined (images), all within `quiet_budget_tokens`.
-    quiet_experiences: int
+    # At most `experiences` experiences; one below the quiet threshold (not the first) is a
+    # short card of at most `short_card_chars` (`experience/building/render.short_card`).
+    experiences: int
+    short_card_chars: int
+    # A quiet answer: its first experience's evidence, all within `quiet_budget_tokens`.
     quiet_first_evidence_chars: int
-    quiet_card_chars: int
     quiet_budget_tokens: int
 
     def __post_init__(self) -> None:
@@ -187,33 +141,15 @@ class AnswerShape:
             return chars if room is None else min(chars, room)
 
         return dataclasses.replace(self, budget_tokens=budget, first_evidence_chars=fit(self.first_evidence_chars),
-                                   evidence_chars=fit(self.evidence_chars),
                                    quiet_first_evidence_chars=fit(self.quiet_first_evidence_chars))
-
-    def groups_to_read(self, top_k: int) -> int:
-        """How many experiences can fit the budget (generously: cards are often shorter)."""
-        if not self.budget_tokens:
-            return top_k
-        per_group = CARD_CHARS + self.evidence_chars
-        first = CARD_CHARS + self.first_evidence_chars
-        fit = 1 + max(0, self.budget_tokens * CHARS_PER_TOKEN - first) // per_group
-        return min(top_k, int(fit * 1.5) + 1)
 
 
 @dataclass(frozen=True)
 class SearchConfig(ConfigTree):
-    """Every knob of a Search, by concern. `ranking` orders the experiences
-    (`ranking/strategy.py`): "fused", the weighted RRF of `fusion`; "learned", the LightGBM
-    ranker (`ranking/learned.py`), whose calibrated P(related) is then each experience's
-    relevance (so `calibration.quiet_below` and `fusion.relevance_floor` read probabilities)."""
+    """Every knob of a Search, by concern. The experiences are ordered by the relevance model
+    (`ranking/learned.py`), whose calibrated P(related) `calibration` reads."""
 
     retrieval: Retrieval
-    fusion: Fusion
     calibration: Calibration
     answer: AnswerShape
     turns: TurnConfig
-    ranking: str
-
-    def __post_init__(self) -> None:
-        if self.ranking not in RANKINGS:
-            raise ValueError(f"ranking must be one of {', '.join(RANKINGS)}, not {self.ranking!r}")

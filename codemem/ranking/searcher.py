@@ -1,8 +1,8 @@
 """The reading side of a `Memory`: Search, the signals it ranks by, and browsing.
 
 A `Searcher` plans one Search's reads of the store (the retrievers, the card indexes it
-shares with the session writer), ranks the sessions (`strategy.rank_sessions`) and builds
-the answer (`answer.build`); it opens one experience whole and lists what is stored for
+shares with the session writer), ranks the candidate sessions with the relevance model
+(`learned.py`) and builds the answer (`answer.build`); it opens one experience whole and lists what is stored for
 people. It writes nothing, and starts no thread but its search pool, whose threads
 start with the first Search.
 """
@@ -23,23 +23,23 @@ from codemem.experience.types import CONVERSATION
 from codemem.ranking import answer
 from codemem.ranking.assemble import group_by_session
 from codemem.ranking.evidence import ITEMS_READ, nothing_related
-from codemem.ranking.fields import FieldIndex, field_matches
+from codemem.ranking.features import candidates
+from codemem.ranking.fields import field_matches
 from codemem.ranking.locations import ticket_refs
 from codemem.ranking.merged import name_matched_commits
 from codemem.ranking.query import Query, parse_query
 from codemem.ranking.releases import ReleaseIndex
 from codemem.ranking.relevance import (
+    RETRIEVERS,
+    Ranker,
     SessionSignals,
-    explain,
-    learned_applies,
-    runner_up,
     session_ranks,
+    session_scores,
 )
 from codemem.ranking.rrf import rrf
 from codemem.ranking.search_config import SearchConfig
-from codemem.ranking.strategy import rank_sessions
 from codemem.ranking.subjects import SubjectIndex
-from codemem.ranking.types import Candidate
+from codemem.ranking.types import Candidate, Ranking
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store import inventory
 from codemem.store import short_ids as ids
@@ -58,10 +58,12 @@ class Searcher:
     """Every read of one `Memory` that ranks or shows what it holds. Blocking and thread-safe."""
 
     def __init__(self, settings: Settings, embedder: Embedder, store: Store, indexes: UserIndexes,
-                 search: SearchConfig) -> None:
-        """`search`: how to search when a call does not say."""
+                 search: SearchConfig, ranker: Ranker | None = None) -> None:
+        """`search`: how to search when a call does not say; `ranker`: what orders the
+        candidates (default: the packaged relevance model)."""
         self.settings = settings
         self.search_config = search
+        self._ranker = ranker
         self.embedder = embedder
         self.store = store
         self.indexes = indexes
@@ -76,11 +78,12 @@ class Searcher:
     def search(self, req: SearchRequest, config: SearchConfig | None = None,
                budget_tokens: int | None = None) -> list[Hit]:
         """At most top_k items of this user's memory, best first, searched as `config` says
-        (default: this Memory's `search_config`). Each experience's metadata says why it was
-        returned (`relevance.explain`); when none is relevant enough the answer is quiet:
-        short cards and little evidence (`answer.build`). The answer stops at the config's
-        `answer.budget_tokens`, or at `budget_tokens` where that is smaller (a tool's compact
-        answer); the first experience's card is kept whatever its size."""
+        (default: this Memory's `search_config`). The relevance model ranks the candidates
+        by their calibrated P(related), which decides how much of each is shown and whether
+        the answer is quiet (`answer.build`); each experience's metadata gives its P and the
+        features that carried it. The answer stops at the config's `answer.budget_tokens`,
+        or at `budget_tokens` where that is smaller (a tool's compact answer); the first
+        experience's card is kept whatever its size."""
         config = config or self.search_config
         validate_search(req, self.settings.limits.max_image_bytes)
         if budget_tokens is not None and budget_tokens < 1:
@@ -93,38 +96,49 @@ class Searcher:
         cards = self._cards(user_key)
         signals, items = self._signals(user_key, text, config, min(max(req.top_k, config.retrieval.candidates), MAX_CANDIDATES),
                                        cards, version)
-        ranking = rank_sessions(signals, config, EXPLAINED)
+        ranking = self.ranker.rank(signals, EXPLAINED)
         scores = ranking.scores
         dialogue = self.indexes.dialogue.get(user_key, cards, version)
         if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
-            return turns.answer(text, items, scores, max(signals.cosine.values(), default=0.0), dialogue,
+            # A conversation is as close to the question as its closest turn: the model, which
+            # never saw a conversation, does not weigh its sessions (`timeline/turns.py`).
+            return turns.answer(text, items, session_scores(items), max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
                                 config.turns, quiet=config.calibration.quiet_below > 0)
         # Like quietness, judged for experiences of work, not for people talking (above).
         if config.calibration.empty_when_unrelated and nothing_related(
                 signals, text, lambda: (str(c.fields["text"]) for c in self.store.by_ids([c.id for c in items[:ITEMS_READ]])),
-                lambda: self._fields(user_key, version)):
+                lambda: self.indexes.fields.get(user_key, cards, version)):
             return []  # nothing closely related: no code, no close text, no item that holds most of its words
-        groups = group_by_session(items, scores, card_id, req.top_k, config.fusion.relevance_floor)
-        others = runner_up(scores)
-        why = {g.session_key: explain(signals, g.session_key, g.score, others[g.session_key], config) for g in groups}
-        for key, carried in ranking.reasons.items():
-            if key in why:
-                why[key]["features"] = carried
+        groups = group_by_session(items, scores, card_id, req.top_k, config.calibration.relevance_floor)
+        why = {g.session_key: explain(signals, g.session_key, ranking) for g in groups}
         quiet_below = config.calibration.quiet_below
-        quiet = quiet_below > 0 and all(why[g.session_key]["relevance"] < quiet_below  # type: ignore[operator]
-                                               for g in groups)
-        hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why, quiet=quiet)
+        related = {g.session_key for g in groups if ranking.relevance.get(g.session_key, 0.0) >= quiet_below}
+        quiet = quiet_below > 0 and not related
+        hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why, related=related,
+                            quiet=quiet)
         if quiet and hits and hits[0].metadata.get(CONVERSATION):
-            # The calibration was fitted on coding experiences and says nothing about a
-            # conversation: an answer whose best experience is one is never quiet. Known
-            # once its card is read, so only such answers are built twice.
-            hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why)
+            # The model's calibration says nothing about a conversation among coding
+            # experiences: an answer whose best experience is one is never quiet. Known once
+            # its card is read, so only such answers are built twice.
+            hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why,
+                                related={g.session_key for g in groups})
         return name_matched_commits(hits, text)
 
+    @property
+    def ranker(self) -> Ranker:
+        """The ranker given at construction, else the packaged relevance model (loaded by the
+        first Search)."""
+        if self._ranker is None:
+            from codemem.ranking.learned import packaged  # lightgbm is imported by the first Search
+
+            self._ranker = packaged()
+        return self._ranker
+
     def signals(self, user_id: str, text: str, config: SearchConfig, limit: int) -> tuple[SessionSignals, list[Candidate]]:
-        """What each retriever and the code-location index say about this user's sessions
-        for `text`, and every item found, fused (`rrf`) to order each session's evidence."""
+        """What each retriever, the code-location index and (in a memory of commits) the commit
+        rankings say about this user's sessions for `text`, with the ranker's candidates' card
+        fields; and every item found (`rrf`: each session's evidence in order)."""
         user_key = key_of(user_id)
         return self._signals(user_key, text, config, limit, self._cards(user_key), self.store.changes())
 
@@ -142,50 +156,36 @@ class Searcher:
         # The card indexes are read from the user's cards, once when several need a read.
         index = self._pool.submit(self.indexes.locations.get, user_key, cards, version)
         subjects = self._pool.submit(self.indexes.subjects.get, user_key, cards, version)
+        fields = self._pool.submit(self.indexes.fields.get, user_key, cards, version)
         vector = self.embedder.embed([text], self.settings.embedding.query_max_tokens)[0]
         found = {"lexical": lexical.result(), "dense": self.store.nearest(vector, user_key, limit),
                  "refs": by_refs.result()}
-        items = rrf(list(found.values()), config.fusion.item_rrf_k)  # orders each session's evidence
-        location = index.result().scores(refs)
-        commit_ranks = self._commit_ranks(user_key, query, subjects.result(), config, limit)
+        items = rrf(list(found.values()))  # orders each session's evidence
+        locations = index.result()
+        location = locations.scores(refs)
+        commit_ranks = self._commit_ranks(user_key, query, subjects.result(), limit)
         if commit_ranks:
-            candidates = {str(c.fields["session_key"]) for c in items} | location.keys()
-            candidates.update(k for ranks in commit_ranks.values() for k in ranks)
+            found_keys = {str(c.fields["session_key"]) for c in items} | location.keys()
+            found_keys.update(k for ranks in commit_ranks.values() for k in ranks)
             # Only a memory of commits reads the releases index (its cards are read by now).
-            commit_ranks["since"] = self._since(text, self.indexes.releases.get(user_key, cards, version), candidates)
+            commit_ranks["since"] = self._since(text, self.indexes.releases.get(user_key, cards, version), found_keys)
         signals = SessionSignals.of(found, location, commit_ranks)
-        if learned_applies(signals, config):
-            self._match_fields(text, signals, config, self._fields(user_key, version))
+        keys = candidates(signals)
+        signals.commits = subjects.result().commits.intersection(keys)
+        signals.refs_held = locations.held(refs, keys)
+        held = fields.result().cards
+        signals.fields = field_matches(text, {k: held[k] for k in keys if k in held})
         return signals, items
 
-    def _fields(self, user_key: str, version: int) -> FieldIndex:
-        """The words of each field of the user's cards (`ranking/fields.py`), read once per user."""
-        return self.indexes.fields.get(user_key, lambda: self.store.user_rows(user_key, "card", ["session_key", "text", "metadata"]),
-                                       version)
-
-    @staticmethod
-    def _match_fields(text: str, signals: SessionSignals, config: SearchConfig, index: FieldIndex) -> None:
-        """The learned ranker's candidates' field-wise matches with `text`; or, where every
-        candidate is a conversation, that they are."""
-        from codemem.ranking.learned import packaged
-
-        cards = {k: index.cards[k] for k in packaged().candidates(signals, config) if k in index.cards}
-        if cards and all(card.conversation for card in cards.values()):
-            signals.conversations = True
-        else:
-            signals.fields = field_matches(text, cards)
-
-    def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, config: SearchConfig,
-                      limit: int) -> dict[str, dict[str, int]]:
+    def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:
         """Where the memory holds commit experiences, its experiences ranked by the query's
         title: BM25 of the title and the prose's first words over their items' text (every
         experience's, so that a session competes with the commits on the same terms in a
         memory holding both), and the commits by their subjects (`ranking/subjects.py`).
-        Nothing, and no query run, in a memory without commits: there the weights were
-        never chosen."""
+        Nothing, and no query run, in a memory without commits (those features read 0)."""
         if not subjects.commits or not query.title_bm25.strip():
             return {}
-        by_title = self.store.fts(query.summary(config.retrieval.title_prose_words), user_key, limit)
+        by_title = self.store.fts(query.summary(), user_key, limit)
         return {"title": session_ranks(by_title), "subject": subjects.ranks(query.title, limit)}
 
     @staticmethod
@@ -249,8 +249,26 @@ class Searcher:
         return record
 
 
-# What the per-user card indexes (locations, subjects, releases, dialogue) read of each card.
-CARD_INDEX_COLUMNS = ["session_key", "session_id", "refs", "metadata", "timestamp"]
+def explain(signals: SessionSignals, key: str, ranking: Ranking) -> dict[str, object]:
+    """Why an experience was returned: its P(related), the features that carried it (for the
+    first experiences) and the raw signals (ranks 1 = best)."""
+    why: dict[str, object] = {
+        "relevance": round(ranking.relevance.get(key, 0.0), 4),
+        "signals": {
+            **{f"{name}_rank": signals.ranks.get(name, {}).get(key) for name in RETRIEVERS},
+            **{f"{name}_rank": ranks.get(key) for name, ranks in signals.commit_ranks.items()},
+            "cosine": round(signals.cosine[key], 4) if key in signals.cosine else None,
+            "bm25": round(signals.bm25[key], 3) if key in signals.bm25 else None,
+            "location": round(sum(signals.location.get(key, (0.0, 0.0))), 3),
+        },
+    }
+    if key in ranking.reasons:
+        why["features"] = ranking.reasons[key]
+    return why
+
+
+# What the per-user card indexes (locations, subjects, releases, dialogue, fields) read of each card.
+CARD_INDEX_COLUMNS = ["session_key", "session_id", "text", "refs", "metadata", "timestamp"]
 
 
 def _once(read: Callable[[], T]) -> Callable[[], T]:

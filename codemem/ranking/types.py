@@ -14,8 +14,11 @@ class Candidate(msgspec.Struct):
 
 
 class Ranking(msgspec.Struct, frozen=True):
-    """A ranking of a Search's sessions: each one's score (higher first) and, for the first
-    experiences a model ranked, the features that carried their scores (name -> contribution)."""
+    """A ranking of a Search's candidate sessions: each one's score (higher first; the relevance
+    floor is a share of the best one's), its calibrated P(related) (which decides a quiet answer
+    and how much of it is shown), and, for the first experiences, the features that carried
+    their scores (name -> contribution). The relevance model's scores are its probabilities."""
 
     scores: dict[str, float]
+    relevance: dict[str, float]
     reasons: dict[str, dict[str, float]]

@@ -3,7 +3,7 @@
 Where the best sessions are people talking (LoCoMo-style conversations, project chat), the
 answer to a question is a statement in one turn, and a card per session would spend the
 reader's window on whole sessions. Here each candidate turn is scored by the retrievers'
-fused item score and its session's score, then:
+fused item score (`ranking/rrf.py`) and its session's (its best turn's), then:
 
 - a question about the current state ("now", "currently", "latest", "still") puts a turn
   whose fact a later statement replaced after its replacement, and every question keeps a
@@ -63,7 +63,7 @@ class TurnConfig:
     """How turns are scored and chosen; `python -m eval.quality.timeline --calibrate` fits the quiet model."""
 
     candidates: int = 150  # turns read and scored
-    session_weight: float = 0.6  # the session's fused score's share beside the turn's own (each scaled to the best)
+    session_weight: float = 0.6  # the session's score's share beside the turn's own (each scaled to the best)
     # Each turn already chosen from a session multiplies the next one's score by this (1: no
     # diversification): measured on the dev questions, 0.7 lost LoCoMo evidence and gained
     # nothing on the timeline fixtures, so it is off unless set.

@@ -37,7 +37,9 @@ from typing import Any
 import httpx
 import msgspec
 
-from codemem.ranking.recipes import DEFAULT_SEARCH, RANKINGS
+from codemem.config import Settings
+from codemem.contract.types import SearchRequest
+from codemem.memory import Memory
 from eval._paths import RESULTS
 from eval._provenance import header as provenance_header
 from eval._provenance import provenance, write_result
@@ -57,6 +59,7 @@ from eval.replay.data import (
     Task,
     parse_kinds,
 )
+from eval.replay.fusion import FusedRanker, fused_search
 from eval.replay.ingest import (
     MANIFEST,
     IngestReport,
@@ -111,11 +114,6 @@ class ContractCheck:
         self.scores_not_descending += any(a < b for a, b in zip(scores, scores[1:], strict=False))  # type: ignore[operator]
 
 
-def system_name(ranking: str) -> str:
-    """The report's name for codemem searched with `ranking` (the default one is "codemem")."""
-    return "codemem" if ranking == DEFAULT_SEARCH.ranking else f"codemem-{ranking}"
-
-
 def search_codemem(srv: Server, plan: Plan, check: ContractCheck, system: str = "codemem",
                    warmup: int = 3) -> tuple[list[QueryScore], list[dict]]:
     """Every task in every condition, sequentially, timed end to end; also the top sessions
@@ -147,6 +145,30 @@ def search_codemem(srv: Server, plan: Plan, check: ContractCheck, system: str = 
 
 
 # -- baselines --------------------------------------------------------------------------------
+
+FUSED = "fused"  # codemem's Search with the retired hand-set fusion in place of the model, in-process
+
+
+def search_fused(data_dir: Path, plan: Plan) -> list[QueryScore]:
+    """Every task in every condition searched in-process over the server's store, the
+    candidates ordered by the hand-set fusion (`eval/replay/fusion.py`) and answered with its
+    floor and quiet threshold, the answer's shape the product's; scored like codemem."""
+    scores = []
+    tasks = plan.task_by_id
+    settings = Settings.from_env({}, overrides={"storage.data_dir": str(data_dir), "maintenance.interval_s": 0})
+    with Memory(settings, ranker=FusedRanker()) as memory:
+        memory.warm_up()
+        config = fused_search(memory.search_config)
+        for c in plan.conditions:
+            for tid in c.tasks:
+                t0 = time.perf_counter()
+                hits = memory.search(SearchRequest(user_id=c.user_id, query=tasks[tid].query, top_k=TOP_K), config)
+                dt = (time.perf_counter() - t0) * 1000
+                items = [Item(h.session_id, count_tokens(h.content)) for h in hits]
+                gold = tasks[tid].gold if c.kind != "absent" else frozenset()
+                scores.append(score_query(FUSED, c.kind, tid, items, gold, dt, plan.same_file.get(tid, frozenset())))
+    return scores
+
 
 def lexical(index: Bm25Index, tok: Tokenizer, tasks: dict[str, Task]) -> Callable[[str], list[Item]]:
     """A BM25 baseline's search of one task's query."""
@@ -234,7 +256,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--smoke", action="store_true",
                    help="3 tasks (or --tasks N), their gold trajectories and 4 others (or --others N)")
     p.add_argument("--others", type=int, default=4, help="--smoke: non-gold trajectories of the tasks' repositories")
-    p.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated subset, or 'none'")
+    p.add_argument("--baselines", default=",".join((*BASELINES, FUSED)),
+                   help=f"comma-separated subset, or 'none' ({FUSED}: the retired hand-set fusion over codemem's own "
+                        "store, in-process)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--keep", type=Path, default=None, help="ingest into this (new or empty) dir and keep it")
     group.add_argument("--reuse", type=Path, default=None, help="serve this already-ingested dir; skip ingest")
@@ -242,9 +266,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--compact-timeout", type=float, default=300.0,
                    help="max seconds to wait for the server's compactor before searching (0: don't)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="server setting, e.g. CODEMEM_X=1")
-    p.add_argument("--rankings", default=DEFAULT_SEARCH.ranking,
-                   help=f"comma-separated subset of {','.join(RANKINGS)}: the same memories searched by a server "
-                        "with each (CODEMEM_RANKING), reported as codemem (the default) and codemem-<ranking>")
     p.add_argument("--out", type=Path, default=None,
                    help="output prefix: writes PREFIX.json, .md, .png (default eval/results/replay; "
                         "--smoke: eval/results/tmp/replay-smoke)")
@@ -254,11 +275,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     except ValueError as exc:
         p.error(str(exc))
     args.systems = [] if args.baselines == "none" else [b.strip() for b in args.baselines.split(",") if b.strip()]
-    if bad := [b for b in args.systems if b not in BASELINES]:
-        p.error(f"unknown baseline(s) {bad}; choose from {BASELINES}")
-    args.ranking_list = [r.strip() for r in args.rankings.split(",") if r.strip()]
-    if not args.ranking_list or (bad := [r for r in args.ranking_list if r not in RANKINGS]):
-        p.error(f"--rankings: choose from {RANKINGS}")
+    if bad := [b for b in args.systems if b not in (*BASELINES, FUSED)]:
+        p.error(f"unknown baseline(s) {bad}; choose from {(*BASELINES, FUSED)}")
     if args.out is None:
         args.out = RESULTS / ("tmp/replay-smoke" if args.smoke else "replay")
     if args.keep and args.keep.exists() and any(args.keep.iterdir()):
@@ -278,27 +296,25 @@ def serve_and_search(plan: Plan, args: argparse.Namespace) -> tuple[list[QuerySc
     scores: list[QueryScore] = []
     raw: list[dict] = []
     try:
-        for n, ranking in enumerate(args.ranking_list):
-            with running_server(data_dir=str(data_dir), env=env | {"CODEMEM_RANKING": ranking}) as srv:
-                log(f"server {srv.url} (pid {srv.pid}, data {data_dir}, ranking {ranking}, log {srv.log_path})")
-                if n == 0:
-                    if args.reuse:
-                        rep = IngestReport(reused=True)
-                    else:
-                        log(f"ingesting {sum(len(c.trajectories) for c in plan.conditions)} sessions into "
-                            f"{len(plan.conditions)} user_ids ({args.chunk}-message Adds, {args.concurrency} at a time) ...")
-                        rep = ingest(srv, plan, args.chunk, args.concurrency)
-                        log(f"ingest: {rep.chunks} Adds, {rep.messages:,} messages in {rep.wall_s:.0f} s; "
-                            f"Add p50 {rep.add_p50_ms or 0:.0f} ms p95 {rep.add_p95_ms or 0:.0f} ms; {len(rep.errors)} errors")
-                        (data_dir / MANIFEST).write_bytes(msgspec.json.encode(manifest_for(plan, args, len(rep.errors))))
-                    served["ingest"] = asdict(rep) | {"errors": rep.errors[:20], "n_errors": len(rep.errors)}
-                    served["settle"] = wait_settled(str(data_dir), args.compact_timeout)
-                log(f"searching {sum(len(c.tasks) for c in plan.conditions)} queries ({ranking}) ...")
-                more, more_raw = search_codemem(srv, plan, check, system_name(ranking))
-                scores += more
-                raw += more_raw
-                served.setdefault("servers", []).append(
-                    {"ranking": ranking, "restarts": srv.restarts, "log": srv.log_path})
+        with running_server(data_dir=str(data_dir), env=env) as srv:
+            log(f"server {srv.url} (pid {srv.pid}, data {data_dir}, log {srv.log_path})")
+            if args.reuse:
+                rep = IngestReport(reused=True)
+            else:
+                log(f"ingesting {sum(len(c.trajectories) for c in plan.conditions)} sessions into "
+                    f"{len(plan.conditions)} user_ids ({args.chunk}-message Adds, {args.concurrency} at a time) ...")
+                rep = ingest(srv, plan, args.chunk, args.concurrency)
+                log(f"ingest: {rep.chunks} Adds, {rep.messages:,} messages in {rep.wall_s:.0f} s; "
+                    f"Add p50 {rep.add_p50_ms or 0:.0f} ms p95 {rep.add_p95_ms or 0:.0f} ms; {len(rep.errors)} errors")
+                (data_dir / MANIFEST).write_bytes(msgspec.json.encode(manifest_for(plan, args, len(rep.errors))))
+            served["ingest"] = asdict(rep) | {"errors": rep.errors[:20], "n_errors": len(rep.errors)}
+            served["settle"] = wait_settled(str(data_dir), args.compact_timeout)
+            log(f"searching {sum(len(c.tasks) for c in plan.conditions)} queries ...")
+            scores, raw = search_codemem(srv, plan, check)
+            served["server"] = {"restarts": srv.restarts, "log": srv.log_path}
+        if FUSED in args.systems:
+            log("searching the same memories in-process with the hand-set fusion ...")
+            scores += search_fused(data_dir, plan)
     finally:
         if not (args.reuse or args.keep):
             shutil.rmtree(data_dir, ignore_errors=True)

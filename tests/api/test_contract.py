@@ -83,9 +83,12 @@ def test_top_k_bounds_the_result_and_empty_memory_gives_empty_data(client: TestC
     assert len(search(client, "u1", "QuerySet", top_k=2)) == 2
     assert len(search(client, "u1", "QuerySet", top_k=1)) == 1
     everything = search(client, "u1", "QuerySet", top_k=1_000_000_000)
-    notes = [f"QuerySet note {i}" for i in range(3)]
-    assert sorted(messages(everything)) == sorted([*CODE_TEXTS, *notes])
-    assert len(everything) == 4  # one item per experience: its card, its messages inlined
+    # One item per experience: the best one's card with its messages inlined, the others' cards.
+    assert [h["metadata"]["kind"] for h in everything] == ["card"] * 4
+    assert {h["session_id"] for h in everything} == {"s1", "other-0", "other-1", "other-2"}
+    first = everything[0]["session_id"]
+    own = CODE_TEXTS if first == "s1" else (f"QuerySet note {first[-1]}",)
+    assert sorted(messages(everything)) == sorted(own)  # only the best experience carries its messages
 
 
 def test_retry_with_same_request_id_stores_nothing_twice(client: TestClient, memory: Memory) -> None:

@@ -96,7 +96,7 @@ def test_more_pages_through_the_kept_answer_without_searching_again(
     # Twelve look-alike experiences (code work: each names the file it fixed, so the answer
     # lists experiences, not a dialogue's turns), all kept (no floor, no quiet answer):
     # paging is the point.
-    memory.search_config = memory.search_config.replace({"fusion.relevance_floor": 0.0, "calibration.quiet_below": 0.0})
+    memory.search_config = memory.search_config.replace({"calibration.relevance_floor": 0.0, "calibration.quiet_below": 0.0})
     for i in range(12):
         filled.post("/add", json=add_body(f"m{i}", "carol", f"s{i}",
                                           (f"paginator bug number {i} in src/paginator.py", "fixed src/paginator.py")))

@@ -34,32 +34,43 @@ def _experience(session: str, n_evidence: int, score: float) -> tuple[FoundExper
     return group, [card, *evidence]
 
 
-SHAPE = dataclasses.replace(DEFAULT_SEARCH.answer, budget_tokens=0, first_evidence_items=2, evidence_items=1)
+SHAPE = dataclasses.replace(DEFAULT_SEARCH.answer, budget_tokens=0, first_evidence_items=2, short_card_chars=40)
 
 
-def test_one_read_fetches_cards_inlined_and_loose_evidence() -> None:
+def test_the_best_experience_carries_evidence_a_related_one_its_card_the_rest_short_cards() -> None:
     g1, rows1 = _experience("a", 5, 0.9)
     g2, rows2 = _experience("b", 3, 0.5)
-    store = FakeStore(rows1 + rows2)
-    hits = build([g1, g2], store.read, "u", 100, SHAPE)
+    g3, rows3 = _experience("c", 3, 0.1)
+    rows3[0]["text"] = "## Task\n" + "work on c, " * 40  # longer than a short card
+    store = FakeStore(rows1 + rows2 + rows3)
+    hits = build([g1, g2, g3], store.read, "u", 100, SHAPE, related={"k-a", "k-b"})
     assert len(store.reads) == 1
-    # Each experience inlines at most its allotment of evidence items; the rest follow, loose.
-    assert [h.metadata["kind"] for h in hits[:2]] == ["card", "card"]
-    assert hits[0].metadata["evidence"] == ["m-a-0", "m-a-1"] and hits[1].metadata["evidence"] == ["m-b-0"]
-    assert [h.id for h in hits[2:]] == ["m-a-2", "m-a-3", "m-a-4", "m-b-1", "m-b-2"]
+    assert [h.id for h in hits] == ["c-a", "c-b", "c-c"]  # no loose evidence after the experiences
+    assert hits[0].metadata["evidence"] == ["m-a-0", "m-a-1"] and "message 1 of a" in str(hits[0].content)
+    assert hits[1].metadata["evidence"] == [] and hits[1].content == rows2[0]["text"]  # whole card, no evidence
+    assert len(str(hits[2].content)) <= 40 and hits[2].metadata["evidence"] == []  # short card
+    assert [h.score for h in hits] == [0.9, 0.5, 0.1]
 
 
 def test_one_read_whatever_top_k_and_items_gone_from_the_store_are_skipped() -> None:
-    g1, rows1 = _experience("a", 12, 0.9)
-    store = FakeStore(rows1)
-    for top_k in (1, 6, 13, 100):
+    groups, rows = zip(*(_experience(s, 12, 1.0 - i / 10) for i, s in enumerate("abc")), strict=True)
+    store = FakeStore([r for rs in rows for r in rs])
+    for top_k in (1, 2, 13, 100):
         store.reads.clear()
-        hits = build([g1], store.read, "u", top_k, SHAPE)
-        assert len(hits) == min(top_k, 11) and len(store.reads) == 1  # 1 card (2 inlined) + 10 loose
-    del store.rows["m-a-0"], store.rows["m-a-5"]  # deleted between ranking and reading
+        hits = build(list(groups), store.read, "u", top_k, SHAPE)
+        assert len(hits) == min(top_k, 3) and len(store.reads) == 1
+    del store.rows["m-a-0"], store.rows["c-b"]  # deleted between ranking and reading
+    hits = build(list(groups), store.read, "u", 100, SHAPE)
+    assert hits[0].metadata["evidence"] == ["m-a-1"] and [h.id for h in hits] == ["c-a", "c-c"]
+
+
+def test_images_follow_the_experiences_as_their_own_items() -> None:
+    g1, rows1 = _experience("a", 3, 0.9)
+    rows1[2]["content"] = '[{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]'
+    store = FakeStore(rows1)
     hits = build([g1], store.read, "u", 100, SHAPE)
-    assert hits[0].metadata["evidence"] == ["m-a-1"]
-    assert "m-a-5" not in [h.id for h in hits] and len(hits) == 10
+    assert [h.id for h in hits] == ["c-a", "m-a-1"] and hits[0].metadata["evidence"] == ["m-a-0"]
+    assert hits[1].score < hits[0].score and build([g1], store.read, "u", 1, SHAPE)[0].id == "c-a"
 
 
 def test_evidence_already_said_is_not_repeated() -> None:
@@ -67,11 +78,10 @@ def test_evidence_already_said_is_not_repeated() -> None:
     rows1[2]["text"] = "  " + str(rows1[1]["text"]).replace(" ", "\n")  # the same words, other whitespace
     rows1[3]["text"] = "see: " + str(rows1[1]["text"]) + " and more"  # quotes the first
     store = FakeStore(rows1)
-    hits = build([g1], store.read, "u", 100, SHAPE)
+    hits = build([g1], store.read, "u", 100, dataclasses.replace(SHAPE, first_evidence_items=3))
     text = " ".join(" ".join(str(h.content).split()) for h in hits)
     assert text.count("message 0 of a") == 2  # once as itself, once inside the item that quotes it
-    assert [h.id for h in hits] == ["c-a", "m-a-2"]
-    assert hits[0].metadata["evidence"] == ["m-a-0"]
+    assert hits[0].metadata["evidence"] == ["m-a-0", "m-a-2"]
 
 
 def test_long_evidence_is_recognised_as_said_whatever_its_whitespace() -> None:

@@ -45,7 +45,8 @@ def test_a_search_given_a_small_budget_stays_within_it(memory: Memory) -> None:
                       timestamp=1_704_067_200_001 + j) for j in range(12)),
         ]))
     req = SearchRequest(user_id="u", query="slow csv export in exporter.py", top_k=3)
-    loud = memory.search_config.replace({"calibration.quiet_below": 0})  # an answer at full size
+    # An answer at full size, its first experience with 60,000 characters of evidence.
+    loud = memory.search_config.replace({"calibration.quiet_below": 0, "answer.first_evidence_chars": 60_000})
 
     def tokens(budget: int | None) -> float:
         return _answer_tokens(memory.search(req, loud, budget_tokens=budget))

@@ -14,8 +14,9 @@ from codemem.experience.building.builder import build_experience
 from codemem.experience.building.render import CARD_CHARS, render_card, render_conversation
 from codemem.git.cards import commit_to_experience
 from codemem.git.staleness import Staleness
-from codemem.ranking.recipes import DEFAULT_SEARCH, LEARNED_SEARCH, RECIPES, model_card
-from codemem.ranking.search_config import AnswerShape, Calibration, Fusion, Retrieval
+from codemem.ranking.learned import model_card
+from codemem.ranking.recipes import DEFAULT_SEARCH
+from codemem.ranking.search_config import AnswerShape, Calibration, Retrieval
 from codemem.ranking.shape import CHARS_PER_TOKEN
 
 # A value for each variable (as the environment holds it) and what it sets.
@@ -51,7 +52,6 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "CODEMEM_MAX_IMAGE_BYTES": ("2048", 2048),
     "CODEMEM_MAX_INFLIGHT_ADDS": ("0", 0),
     "CODEMEM_MAX_INFLIGHT_SEARCHES": ("5", 5),
-    "CODEMEM_RANKING": ("learned", "learned"),
     "CODEMEM_CANDIDATES": ("50", 50),
     "CODEMEM_RELEVANCE_FLOOR": ("0", 0.0),
     "CODEMEM_QUIET_BELOW": ("0.9", 0.9),
@@ -60,9 +60,8 @@ SAMPLES: dict[str, tuple[str, object]] = {
 }
 # Where the search values a deployment sets land in the configuration a Search reads.
 IN_SEARCH = {
-    "CODEMEM_RANKING": "ranking",
     "CODEMEM_CANDIDATES": "retrieval.candidates",
-    "CODEMEM_RELEVANCE_FLOOR": "fusion.relevance_floor",
+    "CODEMEM_RELEVANCE_FLOOR": "calibration.relevance_floor",
     "CODEMEM_QUIET_BELOW": "calibration.quiet_below",
     "CODEMEM_SEARCH_TOKEN_BUDGET": "answer.budget_tokens",
     "CODEMEM_MAX_ITEM_CHARS": "answer.max_item_chars",
@@ -104,7 +103,6 @@ def test_an_empty_variable_is_unset() -> None:
     ("CODEMEM_WORKERS", "0", "CODEMEM_WORKERS=0: must be at least 1"),
     ("CODEMEM_USER_CACHE_MB", "0", "CODEMEM_USER_CACHE_MB=0: must be at least 1"),
     ("CODEMEM_LOG_FORMAT", "xml", "CODEMEM_LOG_FORMAT='xml': must be one of auto, json, text"),
-    ("CODEMEM_RANKING", "best", "CODEMEM_RANKING='best': must be one of fused, learned"),
     ("CODEMEM_RELEVANCE_FLOOR", "1.5", "CODEMEM_RELEVANCE_FLOOR=1.5: must be between 0 and 1"),
     ("CODEMEM_QUIET_BELOW", "-1", "CODEMEM_QUIET_BELOW=-1.0: must be between 0 and 1"),
     ("CODEMEM_CANDIDATES", "0", "CODEMEM_CANDIDATES=0: must be at least 1"),
@@ -118,10 +116,10 @@ def test_a_bad_value_is_refused_naming_its_variable(name: str, raw: str, says: s
 
 
 def test_a_path_that_is_not_in_the_tree_is_refused_naming_what_is() -> None:
-    with pytest.raises(ValueError, match="no setting 'fusion.dense'; fusion holds lexical_weight, dense_weight"):
-        DEFAULT_SEARCH.replace({"fusion.dense": 1.0})
-    with pytest.raises(ValueError, match="'fusion.dense_weight' is a value, not a part"):
-        DEFAULT_SEARCH.replace({"fusion.dense_weight.x": 1.0})
+    with pytest.raises(ValueError, match="no setting 'calibration.floor'; calibration holds quiet_below, relevance_floor"):
+        DEFAULT_SEARCH.replace({"calibration.floor": 1.0})
+    with pytest.raises(ValueError, match="'calibration.quiet_below' is a value, not a part"):
+        DEFAULT_SEARCH.replace({"calibration.quiet_below.x": 1.0})
     with pytest.raises(ValueError, match="no setting 'compact_interval_s'"):
         Settings().replace({"compact_interval_s": 0})
     with pytest.raises(ValueError, match="no setting 'server.nope'"):
@@ -129,34 +127,26 @@ def test_a_path_that_is_not_in_the_tree_is_refused_naming_what_is() -> None:
 
 
 def test_each_part_checks_its_own_values() -> None:
-    fusion = DEFAULT_SEARCH.fusion
-    with pytest.raises(ValueError, match="Fusion.dense_weight must be at least 0"):
-        dataclasses.replace(fusion, dense_weight=-1.0)
+    calibration = DEFAULT_SEARCH.calibration
     with pytest.raises(ValueError, match="relevance_floor must be between 0 and 1"):
-        dataclasses.replace(fusion, relevance_floor=1.5)
-    with pytest.raises(ValueError, match="coefficients must hold 5 numbers"):
-        Calibration(coefficients=(1.0, 2.0), quiet_below=0.5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="Retrieval.title_prose_words must be at least 0"):
-        Retrieval(candidates=10, title_prose_words=-1)
-    with pytest.raises(ValueError, match="AnswerShape.evidence_items must be at least 0"):
-        dataclasses.replace(DEFAULT_SEARCH.answer, evidence_items=-1)
+        dataclasses.replace(calibration, relevance_floor=1.5)
+    with pytest.raises(ValueError, match="quiet_below must be between 0 and 1"):
+        Calibration(quiet_below=-0.1, relevance_floor=0.0)
+    with pytest.raises(ValueError, match="Retrieval.candidates must be at least 1"):
+        Retrieval(candidates=0)
+    with pytest.raises(ValueError, match="AnswerShape.short_card_chars must be at least 0"):
+        dataclasses.replace(DEFAULT_SEARCH.answer, short_card_chars=-1)
     with pytest.raises(ValueError, match="Maintenance.interval_s must be at least 0"):
         Maintenance(interval_s=-1.0)
-    with pytest.raises(ValueError, match="ranking must be one of fused, learned"):
-        DEFAULT_SEARCH.replace({"ranking": "best"})
-    assert isinstance(fusion, Fusion) and isinstance(DEFAULT_SEARCH.answer, AnswerShape)
+    assert isinstance(calibration, Calibration) and isinstance(DEFAULT_SEARCH.answer, AnswerShape)
 
 
 def test_unset_search_values_are_the_recipes_own() -> None:
     assert Settings().search.config() == DEFAULT_SEARCH
-    assert Settings().replace({"search.ranking": "learned"}).search.config() == LEARNED_SEARCH
-    assert set(RECIPES) == {"fused", "learned"}
-    card = model_card("ranker.json")["search"]
-    assert LEARNED_SEARCH.calibration.quiet_below == card["quiet_below"]
-    assert LEARNED_SEARCH.fusion.relevance_floor == card["relevance_floor"]
-    # Everything else is the fusion recipe's.
-    assert LEARNED_SEARCH.replace({"ranking": "fused", "calibration": DEFAULT_SEARCH.calibration,
-                                   "fusion.relevance_floor": DEFAULT_SEARCH.fusion.relevance_floor}) == DEFAULT_SEARCH
+    # The quiet threshold and the relevance floor are the relevance model's own.
+    card = model_card()["search"]
+    assert DEFAULT_SEARCH.calibration == Calibration(quiet_below=card["quiet_below"],
+                                                     relevance_floor=card["relevance_floor"])
     # The variables a deployment leaves unset are not handed to workers either.
     assert not {"CODEMEM_CANDIDATES", "CODEMEM_SEARCH_TOKEN_BUDGET"} & set(Settings().to_env())
 
@@ -181,10 +171,8 @@ def test_a_fitted_answer_leaves_room_for_one_card_beside_its_evidence() -> None:
     room = 1_500 * CHARS_PER_TOKEN - CARD_CHARS
     assert small.budget_tokens == 1_500
     assert small.first_evidence_chars == min(shape.first_evidence_chars, room)
-    assert small.evidence_chars == min(shape.evidence_chars, room)
     assert small.quiet_first_evidence_chars == min(shape.quiet_first_evidence_chars, room)
     # A request never enlarges the answer; with no budget of its own it takes the request's.
     assert shape.fitted(10 * shape.budget_tokens).budget_tokens == shape.budget_tokens
     unbounded = dataclasses.replace(shape, budget_tokens=0)
     assert unbounded.fitted() == unbounded and unbounded.fitted(900).budget_tokens == 900
-    assert unbounded.groups_to_read(7) == 7

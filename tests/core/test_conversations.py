@@ -1,6 +1,7 @@
 """Sessions with no code in them (people talking, the Textual track's data): a conversation
 card, each message embedded (the answer to a question is one turn, in other words than the
-question's), and answers the coding-fitted calibration does not silence."""
+question's), answers the coding-fitted calibration does not silence, and the same model's
+ranking of their sessions."""
 
 from __future__ import annotations
 
@@ -25,9 +26,8 @@ FIX = [
     "QuerySet.bulk_create() crashes with a TypeError when ignore_conflicts=True",
     "Fixed bulk_create in django/db/models/query.py; tests in tests/bulk_create pass",
 ]
-# Nothing in memory is related to the question: the calibration below calls every
-# experience irrelevant, so a coding memory's answer would be quiet.
-UNSURE = DEFAULT_SEARCH.replace({"calibration.coefficients": (-50.0, 0.0, 0.0, 0.0, 0.0), "calibration.quiet_below": 0.5})
+# A threshold no P(related) reaches: a coding memory's answer is quiet.
+UNSURE = DEFAULT_SEARCH.replace({"calibration.quiet_below": 1.0})
 
 
 def _add(memory: Memory, user: str, session: str, texts: list[str]) -> None:
@@ -69,18 +69,12 @@ def test_an_answer_about_conversations_is_not_silenced_by_the_coding_calibration
     assert memory.search(SearchRequest(user_id="v", query="Where does Ana like to sit at home?", top_k=20), UNSURE) == []
 
 
-def test_the_learned_ranking_leaves_a_memory_of_conversations_to_the_fusion(memory: Memory) -> None:
-    from codemem.ranking.recipes import LEARNED_SEARCH
-
+def test_one_model_ranks_conversations_and_coding_experiences_alike(memory: Memory) -> None:
     _add(memory, "u", "work", WORK)
     _add(memory, "u", "pets", PETS)
     query = SearchRequest(user_id="u", query="What kind of dog does Ana have now?", top_k=20)
-    learned = memory.search(query, config=LEARNED_SEARCH)
-    fused = memory.search(query, config=LEARNED_SEARCH.replace({"ranking": "fused"}))
-    assert [h.id for h in learned] == [h.id for h in fused]
-    # The model was never asked: no feature carried any score.
-    assert not any("features" in h.metadata for h in learned)
-    _add(memory, "u", "fix", FIX)  # a coding experience among them: the model ranks
-    coding = memory.search(SearchRequest(user_id="u", query="bulk_create TypeError with ignore_conflicts", top_k=20),
-                           config=LEARNED_SEARCH)
+    # A memory of conversations: the model orders the sessions, the answer is their turns.
+    assert {h.metadata["kind"] for h in memory.search(query)} == {"turn"}
+    _add(memory, "u", "fix", FIX)  # a coding experience among them: the same model ranks it
+    coding = memory.search(SearchRequest(user_id="u", query="bulk_create TypeError with ignore_conflicts", top_k=20))
     assert coding[0].session_id == "fix" and "features" in coding[0].metadata

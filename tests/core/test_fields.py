@@ -55,6 +55,25 @@ def test_rare_words_weigh_more_than_words_every_candidate_holds() -> None:
     assert rare["task"] < 0.5  # and they weigh less than the rare identifier the query names
 
 
+def test_the_share_of_the_query_words_found_is_the_same_whatever_the_other_candidates() -> None:
+    query = "Sparse matrix transpose loses its dtype"
+    near, far = _card("Sparse matrix transpose keeps its dtype"), _card("Colour bar ticks overlap on a log axis")
+    alone = {k: _by_name(field_matches(query, {k: c}), k) for k, c in (("near", near), ("far", far))}
+    together = field_matches(query, {"near": near, "far": far})
+    # Alone, each is the best (and only) candidate; the absolute share still tells them apart.
+    assert alone["near"]["words"] == _by_name(together, "near")["words"] == pytest.approx(4 / 5)
+    assert alone["far"]["words"] == _by_name(together, "far")["words"] == 0.0
+
+
+def test_a_merge_matches_by_its_branch_commits_subjects() -> None:
+    text = "## Task\nMerge pull request #12 from dev/branch\n\nCommits:\n- abc1234 printer: fix multiline replacement\n"
+    merge = CardFields.of(text, json.dumps({"commit": "f00", "merged": [["abc1234", "printer: fix multiline replacement"]]}))
+    plain = CardFields.of("## Task\nBump the crate version\n", json.dumps({"commit": "ba4"}))
+    m = field_matches("Multiline replacement is wrong in the printer\n\nSteps.", {"merge": merge, "plain": plain})
+    assert _by_name(m, "merge")["merged"] == pytest.approx(3 / 4)  # "wrong" is in no subject
+    assert _by_name(m, "plain")["merged"] == 0.0
+
+
 def test_errors_match_only_where_the_query_names_one() -> None:
     cards = {"a": _card("x", errors=("KeyError: 'tzinfo'",)), "b": _card("y")}
     named = field_matches("Serialising fails in to_iso:\nKeyError: 'tzinfo'", cards)
@@ -77,7 +96,7 @@ def test_the_field_index_takes_a_sessions_new_card_in_place_of_its_old_one() -> 
 
 def test_a_search_matches_a_card_added_after_its_memorys_fields_were_read(memory) -> None:  # type: ignore[no-untyped-def]
     from codemem.contract.types import AddRequest, Message, SearchRequest
-    from codemem.ranking.recipes import LEARNED_SEARCH
+    from codemem.ranking.recipes import DEFAULT_SEARCH
     from codemem.store.schema import key_of
 
     def add(sid: str, task: str) -> None:
@@ -86,9 +105,9 @@ def test_a_search_matches_a_card_added_after_its_memorys_fields_were_read(memory
 
     add("s1", "Colour bar ticks overlap on a logarithmic axis")
     query = SearchRequest(user_id="u", query="Sparse matrix transpose loses its dtype\n\nA longer report.", top_k=5)
-    memory.search(query, config=LEARNED_SEARCH)  # the fields are read now
+    memory.search(query)  # the fields are read now
     add("s2", "Sparse matrix transpose loses its dtype")
-    hits = memory.search(query, config=LEARNED_SEARCH)
+    hits = memory.search(query)
     assert hits[0].session_id == "s2"
-    signals, _ = memory.signals("u", query.query, LEARNED_SEARCH, 50)
+    signals, _ = memory.signals("u", query.query, DEFAULT_SEARCH, 50)
     assert signals.fields[key_of("u", "s2")][FIELDS.index("title")] == pytest.approx(1.0)  # its twin title

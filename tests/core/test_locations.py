@@ -9,7 +9,7 @@ import pytest
 from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
 from codemem.ranking.card_indexes import CardIndexes
-from codemem.ranking.locations import LocationIndex, location_score, ticket_refs
+from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import parse_query
 from codemem.store.schema import key_of
 
@@ -35,10 +35,20 @@ def _index() -> LocationIndex:
 def test_an_experience_that_edited_the_named_code_outranks_one_that_mentions_it() -> None:
     index = _index()
     query = parse_query("bulk_create fails: _batched_insert in django/db/models/query.py passes on_conflict")
-    scores = {k: location_score(e, m, 0.5) for k, (e, m) in index.scores(query.refs).items()}
-    assert max(scores, key=scores.__getitem__) == "fixer"
-    assert scores["fixer"] > scores["mentions"] > scores["other0"] > 0
+    scores = index.scores(query.refs)
+    assert max(scores, key=lambda k: scores[k][0]) == "fixer"  # the most edited mass
+    assert scores["fixer"][0] > scores["mentions"][0] == 0 and scores["mentions"][1] > scores["other0"][1] > 0
     assert "unrelated" not in scores
+
+
+def test_the_share_of_the_query_references_held_does_not_depend_on_the_memory() -> None:
+    index = _index()
+    keys = ["django/db/models/query.py", "_batched_insert"]
+    held = index.held(keys, ["fixer", "mentions", "other0", "not-there"])
+    assert held == {"fixer": 1.0, "mentions": 1.0, "other0": 0.5}
+    alone = LocationIndex.of_cards([_card("fixer", ["django/db/models/query.py", "_batched_insert"], [])])
+    assert alone.held(keys, ["fixer"]) == {"fixer": 1.0} and alone.held(["pkg/other.py"], ["fixer"]) == {"fixer": 0.0}
+    assert index.held([], ["fixer"]) == {}
 
 
 def test_a_rare_key_counts_more_than_one_every_experience_shares() -> None:
@@ -145,11 +155,6 @@ def test_an_index_read_at_the_store_s_version_stays_current_until_the_version_mo
     now[0] = 100.5
     cache.get("u", cards, version=9)  # young: this process's own cards were put in already
     assert cards.reads == 2
-
-
-@pytest.mark.parametrize("weight", [0.0, 0.5, 1.0])
-def test_location_score_weighs_mentions(weight: float) -> None:
-    assert location_score(2.0, 1.0, weight) == 2.0 + weight
 
 
 def test_a_users_index_is_not_read_again_when_another_user_writes(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:

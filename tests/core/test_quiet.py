@@ -1,5 +1,5 @@
-"""Answers that stay quiet when nothing relevant is in memory, and say why each
-experience was returned."""
+"""Answers that stay quiet when nothing relevant is in memory, show as much of each experience
+as its P(related) warrants, and say why each experience was returned."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
 from codemem.memoryarena import TextMemories
+from codemem.ranking.features import FEATURES
 from codemem.ranking.recipes import DEFAULT_SEARCH
 
 FIX = [
@@ -25,9 +26,10 @@ CHORES = [
 ]
 QUERY = "bulk_create TypeError with ignore_conflicts in _batched_insert"
 UNSURE = "update the translations and the docs"
-# The calibration reads (intercept, fused lead, BM25 lead, cosine, agreement); these make a
-# strong match clear 0.5 and a weak one fall below it.
-SURE = DEFAULT_SEARCH.replace({"calibration.coefficients": (-3.0, 2.0, 0.0, 4.0, 1.0), "calibration.quiet_below": 0.5})
+LOUD = DEFAULT_SEARCH.replace({"calibration.quiet_below": 0.0})  # never quiet
+QUIET = DEFAULT_SEARCH.replace({"calibration.quiet_below": 1.0})  # quiet whatever the model says
+# The model's own calibration, without the empty answer for a memory holding nothing close.
+MODEL_ONLY = DEFAULT_SEARCH.replace({"calibration.empty_when_unrelated": False})
 
 
 def _fill(memory: Memory) -> None:
@@ -36,7 +38,7 @@ def _fill(memory: Memory) -> None:
         memory.add(AddRequest(f"c{i}", "dev", f"chore-{i}", [Message("user", text)]))
 
 
-def _search(memory: Memory, query: str, config=SURE) -> list:  # type: ignore[no-untyped-def]
+def _search(memory: Memory, query: str, config=DEFAULT_SEARCH) -> list:  # type: ignore[no-untyped-def]
     return memory.search(SearchRequest(user_id="dev", query=query, top_k=50), config)
 
 
@@ -45,11 +47,14 @@ def test_each_experience_says_why_it_was_returned(memory: Memory) -> None:
     hits = _search(memory, QUERY)
     card = hits[0]
     assert card.session_id == "fix" and card.metadata["kind"] == "card"
-    assert 0.5 <= card.metadata["relevance"] < 1
+    assert DEFAULT_SEARCH.calibration.quiet_below <= card.metadata["relevance"] < 1
     signals = card.metadata["signals"]
     assert signals["lexical_rank"] == 1 and signals["location"] > 0 and signals["cosine"] > 0.3
     assert "quiet" not in card.metadata
-    assert card.metadata["evidence"]  # a sure answer carries the experience's evidence
+    assert card.metadata["evidence"]  # the best experience carries its evidence
+    # The features that carried it, by their contribution to the model's score.
+    assert card.metadata["features"] and set(card.metadata["features"]) <= set(FEATURES)
+    assert all(h.metadata["relevance"] <= card.metadata["relevance"] for h in hits)
 
 
 def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) -> None:
@@ -58,16 +63,28 @@ def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) ->
     quiet = _search(memory, UNSURE)
     assert quiet, "a quiet answer still lists what the memory holds nearby"
     assert all(h.metadata["kind"] == "card" and h.metadata["quiet"] for h in quiet)
-    assert all(h.metadata["relevance"] < 0.5 for h in quiet)
-    assert len(quiet) <= SURE.answer.quiet_experiences
+    assert all(h.metadata["relevance"] < DEFAULT_SEARCH.calibration.quiet_below for h in quiet)
+    assert len(quiet) <= DEFAULT_SEARCH.answer.experiences
+
+
+def test_an_off_topic_question_to_a_one_experience_memory_is_quiet(memory: Memory) -> None:
+    # The only experience is the best candidate on every relative feature (first in every
+    # ranking, all of the best score): only the absolute ones say that it is not related.
+    memory.add(AddRequest("fix", "dev", "fix", [Message("user" if i == 0 else "assistant", t) for i, t in enumerate(FIX)]))
+    hits = _search(memory, "How do I configure the kubernetes ingress timeout for websockets?", MODEL_ONLY)
+    assert [h.session_id for h in hits] == ["fix"] and hits[0].metadata["quiet"]
+    assert hits[0].metadata["relevance"] < DEFAULT_SEARCH.calibration.quiet_below
+    hits = _search(memory, "zqxwv plorbnik frumious", MODEL_ONLY)  # words that occur nowhere
+    assert hits and all(h.metadata.get("quiet") for h in hits)
+    assert not _search(memory, QUERY)[0].metadata.get("quiet")  # asked about it, it speaks
 
 
 def test_a_quiet_answer_drops_the_evidence_and_cuts_the_cards(memory: Memory) -> None:
     _fill(memory)
-    unsure = SURE.replace({"calibration.coefficients": (-50.0, 0.0, 0.0, 0.0, 0.0), "answer.quiet_card_chars": 200,
-                           "answer.quiet_first_evidence_chars": 1_000})
-    loud = _search(memory, QUERY, unsure.replace({"calibration.quiet_below": 0.0}))
-    quiet = _search(memory, QUERY, unsure)
+    short = {"answer.short_card_chars": 200, "answer.quiet_first_evidence_chars": 1_000,
+             "calibration.relevance_floor": 0.0}
+    loud = _search(memory, QUERY, LOUD.replace(short))
+    quiet = _search(memory, QUERY, QUIET.replace(short))
     assert quiet[0].session_id == loud[0].session_id == "fix"
     # The first experience keeps a little evidence; the others are short cards (their task's
     # headline and outcome, no evidence), nothing loose.
@@ -80,10 +97,21 @@ def test_a_quiet_answer_drops_the_evidence_and_cuts_the_cards(memory: Memory) ->
     assert sum(len(h.content) for h in quiet) < sum(len(h.content) for h in loud) / 3
 
 
+def test_a_loud_answer_shows_the_related_cards_whole_and_names_the_rest(memory: Memory) -> None:
+    _fill(memory)
+    hits = _search(memory, QUERY, DEFAULT_SEARCH.replace({"calibration.relevance_floor": 0.0}))
+    threshold = DEFAULT_SEARCH.calibration.quiet_below
+    assert not any(h.metadata.get("quiet") for h in hits) and len(hits) > 1
+    assert hits[0].metadata["relevance"] >= threshold
+    for hit in hits[1:]:  # only the best carries evidence; what is not related is named in short
+        assert not hit.metadata["evidence"]
+        if hit.metadata["relevance"] < threshold:
+            assert len(hit.content) <= DEFAULT_SEARCH.answer.short_card_chars and "## " not in hit.content
+
+
 def test_quiet_is_off_when_its_threshold_is_zero(memory: Memory) -> None:
     _fill(memory)
-    never_quiet = SURE.replace({"calibration.coefficients": (-50.0, 0, 0, 0, 0), "calibration.quiet_below": 0.0})
-    hits = _search(memory, UNSURE, never_quiet)
+    hits = _search(memory, UNSURE, LOUD)
     assert hits and not any(h.metadata.get("quiet") for h in hits)
 
 

@@ -90,8 +90,7 @@ def test_an_import_marks_each_change_with_its_release_and_search_ranks_those_sin
     signals, _ = memory.signals("dev", report, DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
     newest = next(str(c["session_key"]) for c in cards if after[json.loads(c["metadata"])["subject"]] == "1.1.0")
     assert signals.commit_ranks["since"] == {newest: 1}
-    hits = memory.search(SearchRequest(user_id="dev", query=report, top_k=3),
-                         config=DEFAULT_SEARCH.replace({"fusion.since_weight": 6.0}))
+    hits = memory.search(SearchRequest(user_id="dev", query=report, top_k=3))
     first = hits[0].metadata
     assert first["subject"] == "divide: raise ValueError on a zero divisor"
     assert first["signals"]["since_rank"] == 1

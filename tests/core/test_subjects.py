@@ -1,14 +1,14 @@
 """A report's title finds the commit whose subject names the same fix in other word forms;
-its opening prose reaches the title ranking; BM25's clear winner votes in a memory of commits;
-a memory without commits ranks exactly as before."""
+its opening prose reaches the title ranking; a memory without commits reads 0 in the commit
+features."""
 
 from __future__ import annotations
 
 import json
 
+from codemem.ranking.features import as_mapping, candidate_features
 from codemem.ranking.query import parse_query, prose_words
-from codemem.ranking.recipes import DEFAULT_SEARCH
-from codemem.ranking.relevance import SessionSignals, fuse
+from codemem.ranking.relevance import SessionSignals
 from codemem.ranking.subjects import SubjectIndex, stems
 from codemem.ranking.types import Candidate
 
@@ -53,15 +53,17 @@ def test_a_card_put_in_replaces_its_session_s_subject() -> None:
     assert (after.docs, after.lengths, after.df) == (rebuilt.docs, rebuilt.lengths, rebuilt.df)
 
 
-def test_commit_rankings_change_nothing_where_they_are_absent() -> None:
+def test_commit_rankings_read_zero_where_they_are_absent() -> None:
     found = {"lexical": [Candidate(id="a", score=2.0, fields={"session_key": "a"}),
                          Candidate(id="b", score=1.0, fields={"session_key": "b"})],
              "dense": [Candidate(id="b", score=0.9, fields={"session_key": "b"})]}
-    plain = fuse(SessionSignals.of(found, {}), DEFAULT_SEARCH)
-    empty = fuse(SessionSignals.of(found, {}, {"title": {}, "subject": {}}), DEFAULT_SEARCH)
-    assert plain == empty
-    boosted = fuse(SessionSignals.of(found, {}, {"subject": {"a": 1}}), DEFAULT_SEARCH)
-    assert boosted["a"] > boosted["b"]
+    plain = candidate_features(SessionSignals.of(found, {}), ["a", "b"])
+    empty = candidate_features(SessionSignals.of(found, {}, {"title": {}, "subject": {}}), ["a", "b"])
+    assert plain == empty and all(as_mapping(v)["subject_rr"] == 0.0 for v in plain.values())
+    boosted = SessionSignals.of(found, {}, {"subject": {"a": 1}, "since": {"b": 1}})
+    by_key = {k: as_mapping(v) for k, v in candidate_features(boosted, ["a", "b"]).items()}
+    assert by_key["a"]["subject_rr"] == 1.0 and by_key["b"]["subject_rr"] == 0.0
+    assert by_key["b"]["since_rr"] == 1.0 and by_key["a"]["since_rr"] == 0.0
 
 
 def test_the_query_title_is_the_first_line_that_says_anything() -> None:

@@ -1,6 +1,7 @@
 """eval.quality.past_fixes end to end on a tiny repository built here: the script imports it, searches
 a bug report, finds the fixing commit by its SHA, scores BM25 beside it, and a second run on
-the kept store imports nothing new. Its figures mean nothing; the scoring and the run do."""
+the kept store imports nothing new, and the relevance model's commit training data is read from
+that store. Its figures mean nothing; the scoring and the run do."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import git
 
 from eval._provenance import PROVENANCE_KEYS
-from eval.quality import past_fixes, past_fixes_cv, staleness
+from eval.quality import past_fixes, staleness
+from train.ranker import commit_data
 
 
 def _repo(path: Path) -> str:
@@ -50,13 +52,12 @@ def test_past_fixes_scores_a_tiny_history(tmp_path: Path) -> None:
     assert past_fixes.main([*args, "--no-bm25", "--out", str(tmp_path / "again.json")]) == 0
     again = json.loads((tmp_path / "again.json").read_text())
     assert (again["repos"]["demo"]["added"], again["repos"]["demo"]["unchanged"]) == (0, 3)
-    cv = ["--store", str(tmp_path / "store"), "--only", "demo", "--tasks", str(tmp_path / "tasks.json")]
-    assert past_fixes_cv.main([*cv, "--out", str(tmp_path / "cv.json")]) == 0
-    chosen = json.loads((tmp_path / "cv.json").read_text())
-    assert chosen["tasks"] == 1 and chosen["shipped"]["hit@1"] == 1.0
-    assert set(chosen["in_sample"]["chosen"]) == set(past_fixes_cv.KNOBS)
-    assert chosen["held_out"]["hit@1"] == 1.0  # one repository: no other to fit on, the shipped search
-    assert chosen["held_out_joint"]["hit@1"] == 1.0
+    # The kept store is also what the relevance model's commit training data is read from.
+    assert commit_data.main(["--store", str(tmp_path / "store"), "--tasks", str(tmp_path / "tasks.json"),
+                             "--out", str(tmp_path / "commits")]) == 0
+    (query,) = [json.loads(line) for line in (tmp_path / "commits" / "queries.jsonl").read_text().splitlines()]
+    assert query["query"] == "demo-1" and query["labels"] == {fix: 2}
+    assert fix in query["signals"]["fields"] and query["signals"]["commit_ranks"]["title"][fix] == 1
 
 
 def test_staleness_checks_the_flags_against_git(tmp_path: Path) -> None:

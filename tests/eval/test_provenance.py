@@ -36,7 +36,7 @@ def test_every_eval_command_writes_its_result_through_write_result() -> None:
     writers = [p for p in benchmarks if '"--out"' in p.read_text()]
     assert {p.stem for p in writers} >= {"run", "latency", "sustained", "fragments", "ingest", "memoryarena",
                                          "ceiling", "experience_stats", "git_ingest", "locomo", "past_fixes",
-                                         "past_fixes_cv", "relevance_cv", "restart", "staleness", "ui_latency",
+                                         "restart", "staleness", "ui_latency",
                                          "cli_latency"}
     for path in writers:
         text = path.read_text()

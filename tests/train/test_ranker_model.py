@@ -1,5 +1,6 @@
-"""The shipped learned ranker loads, computes the features it was trained on, and puts a
-candidate every signal points at above one that only a retriever's tail found."""
+"""The shipped relevance model loads, computes the features it was trained on, orders the
+candidates its training data contests as the data says, puts a candidate every signal points at
+above one that only a retriever's tail found, and ranks commit memories too."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from codemem.ranking.features import FEATURES, as_mapping, candidate_features, candidates
-from codemem.ranking.learned import LearnedRanker, ModelMismatch, packaged
-from codemem.ranking.recipes import DEFAULT_SEARCH, LEARNED_SEARCH
+from codemem.ranking.learned import LearnedRanker, ModelMismatch, model_card, packaged
+from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.ranking.types import Candidate
 
@@ -37,28 +39,45 @@ def _signals() -> SessionSignals:
 def test_the_shipped_model_ranks_a_strong_related_candidate_above_an_unrelated_one() -> None:
     ranker = packaged()
     signals = _signals()
-    signals.fields = {"related": (1.0, 0.9, 0.8, 0.0, 0.7), "f1": (0.2, 0.3, 0.1, 0.0, 0.2)}
-    scores = ranker.scores(signals, DEFAULT_SEARCH)
+    signals.fields = {"related": (1.0, 0.9, 0.8, 0.0, 0.7, 0.0, 0.9), "f1": (0.2, 0.3, 0.1, 0.0, 0.2, 0.0, 0.3)}
+    scores = ranker.rank(signals).scores
     order = sorted(scores, key=lambda k: -scores[k])
     assert order[0] == "related"
     assert scores["related"] > scores["unrelated"]
     assert order[-1] == "unrelated"  # below the look-alikes too
     # Calibrated: the clear winner clears the model's own quiet threshold, many times the base
     # rate (~2% of the training candidates); the tail is well under that rate.
-    assert scores["related"] >= LEARNED_SEARCH.calibration.quiet_below and scores["unrelated"] < 0.01
+    assert scores["related"] >= DEFAULT_SEARCH.calibration.quiet_below > scores["unrelated"]
+
+
+def test_contested_candidates_are_ordered_as_the_training_data_says() -> None:
+    """Pairs of one training query's candidates, a related one and an unrelated one, each
+    ahead on some features and behind on others (the trainer records them in the card by
+    rule, `train.ranker.train.contested_pairs`): the model orders most of them as their labels
+    do, and better than any one feature alone would."""
+    pairs = model_card()["checks"]["contested_pairs"]
+    assert len(pairs) >= 20
+    related = np.asarray([p["related"] for p in pairs])
+    other = np.asarray([p["other"] for p in pairs])
+    ranker = packaged()
+    right = ranker.booster.predict(related, raw_score=True) > ranker.booster.predict(other, raw_score=True)
+    alone = max(float(np.mean(related[:, j] > other[:, j])) for j in range(len(FEATURES)))
+    assert right.mean() >= 0.75 and right.mean() > alone
 
 
 def test_features_follow_the_signals() -> None:
     signals = _signals()
-    signals.fields = {"related": (1.0, 0.8, 0.6, 0.0, 0.5)}
-    keys = candidates(signals, DEFAULT_SEARCH)
-    assert keys[0] == "related" and set(keys) >= {"related", "unrelated", "f1"}
+    signals.fields = {"related": (1.0, 0.8, 0.6, 0.0, 0.5, 0.0, 0.7)}
+    keys = candidates(signals)
+    assert keys == sorted(keys) and set(keys) >= {"related", "unrelated", "f1"}  # by key: the model orders them
     by_key = candidate_features(signals, keys)
     related, unrelated = as_mapping(by_key["related"]), as_mapping(by_key["unrelated"])
     assert len(by_key["related"]) == len(FEATURES)
     assert related["lexical_rr"] == related["dense_rr"] == related["refs_rr"] == related["location_rr"] == 1.0
     assert related["lexical_share"] == related["edited_share"] == 1.0 and related["firsts"] == 4
-    assert related["title_match"] == 1.0 and related["diff_match"] == 0.6
+    assert related["title_match"] == 1.0 and related["diff_match"] == 0.6 and related["words_match"] == 0.7
+    assert related["cosine"] == 0.82 and unrelated["cosine"] == 0.31  # absolute: not a share of the best
+    assert related["title_rr"] == related["subject_rr"] == related["since_rr"] == 0.0  # no commits in memory
     assert unrelated["refs_rr"] == 0.0 and unrelated["edited_share"] == 0.0 and unrelated["title_match"] == 0.0
     assert unrelated["dense_gap"] < 0 and unrelated["bm25_lead"] < 0
 
@@ -76,7 +95,7 @@ def test_a_model_trained_on_other_features_is_refused(tmp_path: Path) -> None:
 
 
 def _trajectory(problem: str, f: str, g: str) -> dict[str, object]:
-    """A mini-swe-agent trajectory, as `build_data` replays them: the task, a look at the
+    """A mini-swe-agent trajectory, as `agents.mini_messages` reads them: the task, a look at the
     code, a sed edit, a test run and the submitted diff."""
     diff = (f"diff --git a/pkg/{f}.py b/pkg/{f}.py\n--- a/pkg/{f}.py\n+++ b/pkg/{f}.py\n"
             f"@@ -1,2 +1,2 @@ def {g}():\n-    return {g}_old()\n+    return {g}_new()\n")
@@ -97,32 +116,51 @@ def _trajectory(problem: str, f: str, g: str) -> dict[str, object]:
 
 
 def test_a_trajectory_is_replayed_without_the_system_prompt_or_the_harness_rules() -> None:
-    from train.ranker.build_data import session_messages
+    from train.ranker.agents import mini_messages
 
-    messages = session_messages(_trajectory("Cache key collides", "cache", "resolve_cache_key"))
+    messages = mini_messages(_trajectory("Cache key collides", "cache", "resolve_cache_key"))
     assert [m.role for m in messages[:2]] == ["user", "assistant"] and len(messages) == 9
     assert messages[0].text.endswith("Cache key collides\n</pr_description>")
     assert "harness's rules" not in messages[0].text
 
 
-def test_a_search_can_opt_in_to_the_learned_ranking(memory) -> None:  # type: ignore[no-untyped-def]
+def test_the_model_ranks_every_search_and_says_what_carried_it(memory) -> None:  # type: ignore[no-untyped-def]
     from codemem.contract.types import AddRequest, SearchRequest
-    from codemem.ranking.recipes import DEFAULT_SEARCH, LEARNED_SEARCH
-    from train.ranker.build_data import session_messages
+    from train.ranker.agents import mini_messages
 
     tasks = [("t1", "Cache key collides for unicode paths in resolve_cache_key", "cache", "resolve_cache_key"),
              ("t2", "Colour bar ticks overlap when the axis is logarithmic", "colorbar", "tick_locator"),
              ("t3", "Timezone offset lost when serialising naive datetimes", "dates", "to_iso")]
     for sid, problem, f, g in tasks:
         memory.add(AddRequest(request_id=f"{sid}:0", user_id="u", session_id=sid,
-                              messages=session_messages(_trajectory(problem, f, g))))
+                              messages=mini_messages(_trajectory(problem, f, g))))
     query = SearchRequest(user_id="u", query="resolve_cache_key returns the same key for two unicode paths", top_k=3)
-    assert DEFAULT_SEARCH.ranking == "fused"  # opt-in only
-    hits = memory.search(query, config=LEARNED_SEARCH)
+    hits = memory.search(query)
     assert hits and hits[0].session_id == "t1"
     # Its metadata gives the model's calibrated P(related) and the features that carried it.
     first = hits[0].metadata
-    assert 0.0 < float(first["relevance"]) <= 1.0
+    assert 0.0 < float(first["relevance"]) <= 1.0 and first["relevance"] == pytest.approx(hits[0].score, abs=1e-4)
     assert set(first["features"]) <= set(FEATURES) and len(first["features"]) == 3
-    with pytest.raises(ValueError, match="fused, learned"):
-        DEFAULT_SEARCH.replace({"ranking": "best"})
+
+
+def test_a_commit_memory_is_ranked_by_the_model(memory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from codemem.contract.types import SearchRequest
+    from codemem.importers.git import ingest_git
+    from tests.history import build_history
+
+    history = build_history(tmp_path / "flask")
+    ingest_git(memory, str(history.path), "dev", progress=False)
+    report = "send_file fails for a file opened in text mode\n\nPassing a text file object to send_file raises " \
+             "instead of reading it."
+    signals, _ = memory.signals("dev", report, DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
+    assert signals.commit_ranks["title"] and signals.commits  # the commit features are there
+    hits = memory.search(SearchRequest(user_id="dev", query=report, top_k=5))
+    first = hits[0].metadata
+    assert history.shas["sendfile"] in first["commits"]  # the merge that brought the fix
+    assert "features" in first and first["relevance"] == pytest.approx(hits[0].score, abs=1e-4)
+    assert first["matched_commits"][0]["subject"] == "send_file rejects text file objects"
+    # A report naming the code an older change created: the fix is still among the first two.
+    twice = "Registering the same blueprint twice under two names breaks\n\nA blueprint registered twice " \
+            "with differing names raises in Blueprint.register."
+    top = memory.search(SearchRequest(user_id="dev", query=twice, top_k=5))[:2]
+    assert any(history.shas["twice"] in h.metadata["commits"] for h in top)

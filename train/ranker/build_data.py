@@ -1,42 +1,54 @@
-"""Training data for the learned ranker: SWE-bench Verified tasks replayed as the real agent
-sessions that solved them.
+"""Training data for the learned ranker: SWE-bench Verified tasks replayed as the real sessions
+of several public agents that worked on them.
 
-    nice -n 10 python -m train.ranker.build_data --trajectories MIRROR --out /tmp/ranker/signals
+    nice -n 10 python -m train.ranker.build_data --agent mini=MIRROR --agent vorflux=MIRROR \
+        --agent openhands=MIRROR --out /work/data/signals --export /work/data/sessions
 
 Each task of `swe-verified-reuse` (tasks only, never an evaluation set) is replayed as a real
-coding-agent trajectory: mini-swe-agent 1.15 with Gemini 3 Pro on SWE-bench Verified, public in
-`gruckion/mini-swe-agent` (`swebench_results/20251118_gemini-3-pro-74pct/trajs/`), which every one
-of the 392 tasks has. `MIRROR` is that repository's git directory (the search tool's
-`fetch github:gruckion/mini-swe-agent`); only the trajectories of the dataset's tasks are read.
-The sessions are long and real: the agent's reasoning, `grep`/`cat`/`sed` output, reproduction
-scripts, test runs, tracebacks, edits and the submitted diff, as in the evaluation's Claude Code
-transcripts. The system prompt is left out, and the first user message ends with the task's
-`</pr_description>` (the harness's generic instructions after it are the same in every session).
+coding-agent session, read by `agents.py` in that agent's own rendering: mini-swe-agent with
+Gemini 3 Pro (bash in THOUGHT/```bash``` turns), Vorflux with Claude Opus 4.6 (typed tool
+calls as JSON), OpenHands CodeAct with Claude 3.5 Sonnet (`<function=...>` calls). `MIRROR` is
+the run's repository as the search tool's `fetch` gives it (`agents.RUNS` says which), or a
+folder that `--export` wrote (`<instance_id>.jsonl`, one message a line); only the
+trajectories of the dataset's tasks are opened.
 
-All tasks go into one memory, each repository's in `number` order, the repositories interleaved
-by their progress (a task at 40% of its repository's list is added beside the others' 40%), so
-a query meets its repository's earlier tasks among other repositories' sessions, as a noisy
-memory of many repositories does. Just before a task of `links.json` is added, its problem
-statement is searched (`Memory.signals`, `DEFAULT_SEARCH`), and so is every other task's once
-its repository has one in memory: those have no related task in memory, which is what the
-calibration of P(related) must also see (an answer should be quiet for them). The record keeps
-the signals of
-every session then in memory (keys replaced by instance ids), the labels (2 `same_function`,
-1 `same_file`, 0 otherwise) and the query's text. `cards.jsonl` keeps every session's final card
-row (text, refs, metadata), from which card-field features are computed later without replaying.
+Replays, each into a fresh memory, each written to `OUT/<replay>/`:
+- one per agent (`mini`, `vorflux`, ...): a query meets its repository's earlier sessions all
+  in one agent's format;
+- `mixed`: each task's session comes from one agent chosen by a seeded hash of its instance id
+  (the next agent that has one, where the chosen run lacks it), so a memory mixes formats, as
+  the Coding track's may (it does not say which agent wrote its trajectories).
+
+In each, all tasks go into one memory, each repository's in `number` order, the repositories
+interleaved by their progress (a task at 40% of its repository's list is added beside the
+others' 40%), so a query meets its repository's earlier tasks among other repositories'
+sessions, as a noisy memory of many repositories does. Just before a task of `links.json` is
+added, its problem statement is searched (`Memory.signals`, `DEFAULT_SEARCH`), and so is every
+other task's once its repository has one in memory: those have no related task in memory,
+which is what the calibration of P(related) must also see (an answer should be quiet for them).
+A task whose run has no session is still searched, and not added. The record keeps the
+signals of every session then in memory (keys replaced by instance ids), the labels
+(2 `same_function`, 1 `same_file`, 0 otherwise), the query's text, and which agent wrote each
+session (`agent` for the query task's own, `agents` for those in memory), so folds can be split
+by task and by repository, never by trajectory. `cards.jsonl` keeps every session's final card
+row (text, refs, metadata, agent), from which card-field features are computed later without
+replaying.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
@@ -46,13 +58,16 @@ from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
 from eval._paths import SHARED_DATA
 from train.data import refuse_evaluation_data
+from train.ranker.agents import RUNS, read_sessions
 
 DATA = SHARED_DATA / "swe-verified-reuse"
-TRAJECTORIES = "swebench_results/20251118_gemini-3-pro-74pct/trajs"
 USER = "train"
 CHUNK = 34  # messages per Add, as the evaluation's replay sends them
 CARD_COLUMNS = ("session_key", "text", "refs", "metadata")
-TASK_END = "</pr_description>"
+MIXED = "mixed"
+SEED = "codemem-ranker-mixed-1"  # the mixed replay's choice of agent per task
+
+Session = tuple[str, str, list[Message]]  # instance id, agent, messages (none: the run lacks it)
 
 
 def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
@@ -77,83 +92,128 @@ def interleaved(by_repo: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
     return [task for _, _, task in sorted(keyed, key=lambda t: (t[0], t[1]))]
 
 
-def read_trajectories(mirror: Path, ids: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Each instance's trajectory JSON from the mirror's HEAD, in `ids` order (one
-    `git cat-file --batch` for all)."""
-    proc = subprocess.Popen(["git", "--git-dir", str(mirror), "cat-file", "--batch"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        for iid in ids:
-            proc.stdin.write(f"HEAD:{TRAJECTORIES}/{iid}/{iid}.traj.json\n".encode())
-            proc.stdin.flush()
-            header = proc.stdout.readline().decode().split()
-            if len(header) < 3 or header[1] == "missing":
-                raise SystemExit(f"no trajectory for {iid} in {mirror} ({' '.join(header)})")
-            body = proc.stdout.read(int(header[2]))
-            proc.stdout.read(1)  # the newline after each object
-            yield iid, json.loads(body)
-    finally:
-        proc.stdin.close()
-        proc.wait()
+def sessions_of(name: str, source: Path, ids: list[str]) -> Iterator[tuple[str, list[Message]]]:
+    """One agent's sessions of `ids`, in order: read from its run's mirror (a git directory), or
+    from a folder `--export` wrote (`<instance_id>.jsonl`)."""
+    if (source / "HEAD").is_file():
+        yield from read_sessions(RUNS[name], source, ids)
+        return
+    decoder = msgspec.json.Decoder(Message)
+    for iid in ids:
+        path = source / f"{iid}.jsonl"
+        yield iid, ([decoder.decode(line) for line in path.read_bytes().splitlines() if line.strip()]
+                    if path.is_file() else [])
 
 
-def session_messages(trajectory: dict[str, Any]) -> list[Message]:
-    """A trajectory's messages as Add messages: no system prompt; the task message ends with
-    the task (the harness's instructions after it are left out)."""
-    out: list[Message] = []
-    for msg in trajectory["messages"]:
-        role, content = msg["role"], str(msg["content"])
-        if role not in ("user", "assistant") or not content.strip():
-            continue
-        if not out and role == "user" and TASK_END in content:
-            content = content[: content.index(TASK_END) + len(TASK_END)]
-        out.append(Message(role=role, content=content))
-    return out
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def own_sessions(name: str, sessions: Iterator[tuple[str, list[Message]]],
+                 problems: dict[str, str]) -> Iterator[tuple[str, list[Message]]]:
+    """`sessions`, less those whose task message does not hold their task's problem statement:
+    a run's export can file a session under another task (Vorflux's pytest-5840 and -7324 hold
+    each other's). Those count as missing, with a note."""
+    for iid, messages in sessions:
+        if messages and _words(problems[iid])[:200] not in _words(messages[0].text):
+            print(f"{name}: the session filed under {iid} is another task's: left out", flush=True)
+            messages = []
+        yield iid, messages
+
+
+def export(name: str, sessions: Iterator[tuple[str, list[Message]]], out: Path) -> None:
+    """Write each session as `out/<instance_id>.jsonl` (one Add message a line), and say how
+    many there are."""
+    out.mkdir(parents=True, exist_ok=True)
+    counts: Counter[str] = Counter()
+    for iid, messages in sessions:
+        if messages:
+            (out / f"{iid}.jsonl").write_bytes(b"".join(msgspec.json.encode(m) + b"\n" for m in messages))
+            counts["sessions"] += 1
+            counts["messages"] += len(messages)
+        else:
+            counts["missing"] += 1
+    print(f"exported {name}: {dict(counts)}", flush=True)
+
+
+def chosen_agent(iid: str, agents: list[str]) -> list[str]:
+    """The mixed replay's agents for a task, in the order tried: the one a seeded hash of its
+    instance id picks, then the others in turn."""
+    first = int(hashlib.sha256(f"{SEED}:{iid}".encode()).hexdigest(), 16) % len(agents)
+    return agents[first:] + agents[:first]
+
+
+def mixed(streams: dict[str, Iterator[tuple[str, list[Message]]]]) -> Iterator[Session]:
+    """One session per task from the agents' streams (all in the same task order): the chosen
+    agent's, or the next one's where its run lacks the task."""
+    agents = list(streams)
+    for rows in zip(*streams.values(), strict=True):
+        iid = rows[0][0]
+        by_agent = dict(zip(agents, (messages for _, messages in rows), strict=True))
+        agent = next((a for a in chosen_agent(iid, agents) if by_agent[a]), agents[0])
+        yield iid, agent, by_agent[agent]
 
 
 def signals_record(signals: SessionSignals, names: dict[str, str]) -> dict[str, Any]:
-    """`signals` as JSON, session keys replaced by instance ids (`names`)."""
+    """`signals` as JSON, session keys replaced by their names (`names`: instance ids, SHAs)."""
     def keyed(d: dict[str, Any]) -> dict[str, Any]:
         return {names[k]: v for k, v in d.items() if k in names}
 
     return {"ranks": {n: keyed(r) for n, r in signals.ranks.items()}, "cosine": keyed(signals.cosine),
             "bm25": keyed(signals.bm25), "location": keyed(signals.location),
-            "refs_bm25": keyed(signals.refs_bm25), "kind_bm25": {n: keyed(s) for n, s in signals.kind_bm25.items()}}
+            "refs_bm25": keyed(signals.refs_bm25), "kind_bm25": {n: keyed(s) for n, s in signals.kind_bm25.items()},
+            "commit_ranks": {n: keyed(r) for n, r in signals.commit_ranks.items()},
+            "refs_held": keyed(signals.refs_held), "fields": keyed(signals.fields),
+            "commits": sorted(names[k] for k in signals.commits if k in names)}
 
 
 def signals_from(record: dict[str, Any]) -> SessionSignals:
-    """The `SessionSignals` of a `signals_record` (keys are instance ids)."""
+    """The `SessionSignals` of a `signals_record` (keys are names). Records written before the
+    commit rankings, the references held and the fields were recorded have none: the caller
+    computes those from the cards (`train.ranker.train`)."""
     return SessionSignals(record["ranks"], record["cosine"], record["bm25"],
                           {k: (float(e), float(m)) for k, (e, m) in record["location"].items()},
-                          refs_bm25=record["refs_bm25"], kind_bm25=record["kind_bm25"])
+                          refs_held=record.get("refs_held", {}), commit_ranks=record.get("commit_ranks", {}),
+                          commits=frozenset(record.get("commits", ())),
+                          refs_bm25=record["refs_bm25"], kind_bm25=record["kind_bm25"],
+                          fields={k: tuple(v) for k, v in record.get("fields", {}).items()})
 
 
-def replay(tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], mirror: Path, out: Path) -> dict[str, Any]:
-    """Add every task's trajectory in order, searching each linked task first; write the
-    queries (`queries.jsonl`) and the final cards (`cards.jsonl`) to `out`."""
+def replay(name: str, tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], sessions: Iterator[Session],
+           out: Path) -> dict[str, Any]:
+    """Add every task's session in order, searching each task's problem statement first once
+    its repository has a session in memory; write the queries (`queries.jsonl`) and the final
+    cards (`cards.jsonl`) to `out`. `name` is the replay's, written on every row."""
+    out.mkdir(parents=True, exist_ok=True)
     names: dict[str, str] = {}  # session key -> instance id
-    repo_of = {t["instance_id"]: t["repo"] for t in tasks}
+    agent_of: dict[str, str] = {}  # instance id -> the agent whose session is in memory
+    held_repos: set[str] = set()
     by_id = {t["instance_id"]: t for t in tasks}
     add_s = search_s = 0.0
-    adds = messages = 0
+    adds = messages = queries = 0
+    counts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="ranker-") as tmp, \
             Memory(Settings().replace({"storage.data_dir": str(Path(tmp) / "data")})) as memory, \
             (out / "queries.part").open("w") as f:
         memory.warm_up()
-        for iid, trajectory in read_trajectories(mirror, [t["instance_id"] for t in tasks]):
+        for iid, agent, msgs in sessions:
             task = by_id[iid]
-            if any(repo_of[n] == task["repo"] for n in names.values()):
+            if task["repo"] in held_repos:
                 t0 = time.perf_counter()
                 signals, _ = memory.signals(USER, task["problem_statement"], DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
                 search_s += time.perf_counter() - t0
                 held = set(names.values())
-                f.write(json.dumps({"query": iid, "repo": task["repo"], "text": task["problem_statement"],
-                                    "memory": sorted(held),
+                f.write(json.dumps({"query": iid, "instance_id": iid, "repo": task["repo"], "replay": name,
+                                    "agent": agent if msgs else None, "text": task["problem_statement"],
+                                    "memory": sorted(held), "agents": {k: agent_of[k] for k in sorted(held)},
                                     "labels": {k: v for k, v in labels.get(iid, {}).items() if k in held},
                                     "signals": signals_record(signals, names)}) + "\n")
                 f.flush()
-            msgs = session_messages(trajectory)
+                queries += 1
+            if not msgs:
+                counts["missing"] += 1
+                print(f"{len(names)}/{len(tasks)} {iid}: no {agent} session, not added", flush=True)
+                continue
             t0 = time.perf_counter()
             for n, start in enumerate(range(0, len(msgs), CHUNK)):
                 memory.add(AddRequest(user_id=USER, session_id=iid, request_id=f"{iid}:{n}",
@@ -163,33 +223,83 @@ def replay(tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], mirro
             add_s += time.perf_counter() - t0
             messages += len(msgs)
             names[key_of(USER, iid)] = iid
-            print(f"{len(names)}/{len(tasks)} {iid}: {len(msgs)} messages", flush=True)
+            agent_of[iid] = agent
+            held_repos.add(task["repo"])
+            counts[agent] += 1
+            print(f"{len(names)}/{len(tasks)} {iid} ({agent}): {len(msgs)} messages", flush=True)
         cards = memory.store.user_rows(key_of(USER), "card", list(CARD_COLUMNS))
     with (out / "cards.part").open("w") as f:
         for card in cards:
             if (card_id := names.get(str(card["session_key"]))) is not None:
-                f.write(json.dumps({"id": card_id, **{c: card[c] for c in CARD_COLUMNS if c != "session_key"}}) + "\n")
+                f.write(json.dumps({"id": card_id, "instance_id": card_id, "agent": agent_of[card_id], "replay": name,
+                                    **{c: card[c] for c in CARD_COLUMNS if c != "session_key"}}) + "\n")
     (out / "queries.part").rename(out / "queries.jsonl")
     (out / "cards.part").rename(out / "cards.jsonl")
-    return {"tasks": len(names), "messages": messages, "adds": adds, "add_s": round(add_s, 1),
-            "search_s": round(search_s, 1)}
+    return {"replay": name, "tasks": len(names), "sessions": dict(counts), "queries": queries, "messages": messages,
+            "adds": adds, "add_s": round(add_s, 1), "search_s": round(search_s, 1)}
+
+
+def parse_agent(spec: str) -> tuple[str, Path]:
+    """`NAME=PATH` of `--agent`, NAME one of the known runs."""
+    name, sep, path = spec.partition("=")
+    if not sep or name not in RUNS:
+        raise argparse.ArgumentTypeError(f"--agent takes NAME=PATH with NAME one of {', '.join(RUNS)}: {spec!r}")
+    return name, Path(path)
+
+
+def source_commit(source: Path) -> str | None:
+    """The mirror's HEAD commit (None for an exported folder)."""
+    if not (source / "HEAD").is_file():
+        return None
+    return subprocess.run(["git", "--git-dir", str(source), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--trajectories", type=Path, required=True,
-                    help="git directory of github:gruckion/mini-swe-agent (the search tool's fetch)")
-    ap.add_argument("--out", type=Path, default=Path("/tmp/ranker/signals"))
+    ap.add_argument("--agent", type=parse_agent, action="append", required=True, metavar="NAME=PATH",
+                    help=f"a run's git directory (the search tool's fetch) or exported folder; NAME: {', '.join(RUNS)}")
+    ap.add_argument("--out", type=Path, default=Path("/tmp/ranker/signals"), help="each replay goes to OUT/<replay>/")
+    ap.add_argument("--replays", default=None,
+                    help=f"comma-separated replays to run (default: every agent's, and {MIXED!r} when there are several)")
+    ap.add_argument("--export", type=Path, default=None,
+                    help="also write each agent's sessions to EXPORT/<agent>/<instance_id>.jsonl")
     ap.add_argument("--max-tasks", type=int, default=None, help="replay only the first N tasks (a smoke run)")
     args = ap.parse_args(argv)
+    sources = dict(args.agent)
+    for source in sources.values():
+        refuse_evaluation_data(source)
+    replays = args.replays.split(",") if args.replays else [*sources, *([MIXED] if len(sources) > 1 else [])]
+    if unknown := [r for r in replays if r != MIXED and r not in sources]:
+        raise SystemExit(f"no --agent for replay(s) {', '.join(unknown)}")
     by_repo, labels = load(args.data)
-    args.out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    timings = replay(interleaved(by_repo)[: args.max_tasks], labels, args.trajectories, args.out)
-    timings["wall_s"] = round(time.perf_counter() - t0, 1)
-    (args.out / "timings.json").write_text(json.dumps(timings, indent=1))
-    print(json.dumps(timings), flush=True)
+    tasks = interleaved(by_repo)[: args.max_tasks]
+    ids = [t["instance_id"] for t in tasks]
+    commits = {name: source_commit(source) for name, source in sources.items()}
+    problems = {t["instance_id"]: t["problem_statement"] for t in tasks}
+
+    def stream(agent: str) -> Iterator[tuple[str, list[Message]]]:
+        return own_sessions(agent, sessions_of(agent, sources[agent], ids), problems)
+
+    if args.export:
+        for name in sources:
+            export(name, stream(name), args.export / name)
+    for name in replays:
+        t0 = time.perf_counter()
+        if name == MIXED:
+            sessions = mixed({a: stream(a) for a in sources})
+        else:
+            sessions = ((iid, name, msgs) for iid, msgs in stream(name))
+        timings = replay(name, tasks, labels, sessions, args.out / name)
+        timings["wall_s"] = round(time.perf_counter() - t0, 1)
+        timings["sources"] = {a: {"repository": RUNS[a].repository, "folder": RUNS[a].folder, "commit": commits[a],
+                                  "license": RUNS[a].license}
+                              for a in (sources if name == MIXED else [name])}
+        if name == MIXED:
+            timings["seed"] = SEED
+        (args.out / name / "timings.json").write_text(json.dumps(timings, indent=1))
+        print(json.dumps(timings), flush=True)
 
 
 if __name__ == "__main__":

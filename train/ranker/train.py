@@ -1,22 +1,35 @@
-"""Train the learned ranker: LightGBM LambdaRank over `codemem.ranking.features`, chosen and
-scored by leave-one-repository-out cross-validation on the training data, then fitted on all
-of it and saved as package data with a Platt calibration of its scores into P(related).
+"""Train the relevance model: one LightGBM model over `codemem.ranking.features` for every kind
+of experience, chosen and scored by leave-one-repository-out cross-validation on the training
+data, fitted on all of it and saved as package data with a Platt calibration of its scores into
+P(related), the answer's quiet threshold and relevance floor, and a card of what it was
+trained on and how it scored.
 
-    python -m train.ranker.train --signals /tmp/ranker/signals --out codemem/ranking/models
+    python -m train.ranker.train --signals DIR [--signals DIR ...] [--commits DIR ...] \
+        --out codemem/ranking/models --readme train/ranker/README.md
 
-Reads the per-query signals `build_data.py` wrote (SWE-bench Verified tasks only). Every
-ranking is scored on the same candidates (`features.candidates`): the learned one, the
-hand-set fusion (`fuse` with `DEFAULT_SEARCH`), BM25 alone and dense alone. A query's gold is
-its highest-graded related tasks (same_function where it has any, else same_file):
-hit@1 and hit@5 ask whether gold is first (in the first 5), MRR is that of the first gold,
-useful@1 whether the first result is related at all. A query whose related tasks are not
-among the candidates counts as a miss for every ranking.
+`--signals`: replayed agent sessions (`train.ranker.build_data`, one directory per agent:
+`queries.jsonl`, `cards.jsonl`); `--commits`: past-fix tasks searched over their repositories'
+histories (`train.ranker.commit_data`: `queries.jsonl`). A query's candidates are the
+Search's (`features.candidates`); its labels 2 (same function, or the gold change), 1 (same
+file) or 0; queries with nothing related in memory (sessions before any related one; past-fix
+reports asked of another repository's history) teach the calibration what an answer with
+nothing related looks like.
 
-The grid (`GRID`) is chosen inside each fold by a leave-one-repository-out split of the
-training repositories (nested: the held-out repository chooses nothing), then once on all
-repositories for the shipped model. The calibration is fitted on the out-of-fold scores.
-Writes `<out>/ranker.txt` (LightGBM text), `<out>/ranker.json` (features, parameters,
-calibration, data, figures) and `<report>` (the CV figures, JSON).
+The model is pointwise (LightGBM's cross-entropy on label / 2, every candidate of every query,
+those with nothing related included): its score has to say how related a candidate is, not
+only which of one query's candidates comes first, or a one-experience memory asked about
+something else would come out as sure as a twin (a ranking objective leaves each query's score
+level free). Every feature but the kind is held monotone increasing.
+
+Folds: leave one repository out; a repository's sessions (of every agent) and its past-fix
+tasks are in the same fold, so no task is both trained on and scored. The grid (4 points) is
+chosen by holding the repositories out in three groups, then every repository is scored by a
+model fitted on the others at that point (those out-of-fold scores give the figures, the
+calibration, the quiet threshold and the floor). Every ranking is
+scored on the same candidates: the model; the hand-set fusion (`eval.replay.fusion`, fused);
+the best lexical item's BM25 (bm25); the best cosine (dense). A query's gold is its
+highest-graded related experiences: hit@1 and hit@5 ask whether gold is first (in the first
+5), MRR is that of the first gold, useful@1 whether the first is related at all.
 """
 
 from __future__ import annotations
@@ -25,8 +38,10 @@ import argparse
 import hashlib
 import itertools
 import json
+import os
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,66 +50,109 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from codemem.ranking.features import CANDIDATE_DEPTH, FEATURES, candidate_features, candidates
+from codemem.ranking.features import (
+    CANDIDATE_DEPTH,
+    FEATURES,
+    MONOTONE,
+    candidate_features,
+    candidates,
+)
 from codemem.ranking.fields import CardFields, field_matches
-from codemem.ranking.recipes import DEFAULT_SEARCH
+from codemem.ranking.locations import LocationIndex, ticket_refs
+from codemem.ranking.query import parse_query
+from eval.replay.fusion import fuse
 from train.ranker.build_data import signals_from
 
-GRID = {"num_leaves": (7, 15), "n_estimators": (100, 300)}
-FIXED: dict[str, Any] = {"objective": "lambdarank", "learning_rate": 0.05, "min_child_samples": 20, "subsample": 0.8,
-         "subsample_freq": 1, "colsample_bytree": 0.8, "reg_lambda": 1.0, "random_state": 0, "n_jobs": 1,
-         "verbose": -1, "lambdarank_truncation_level": 10,
-         # Every feature says "more related" as it grows (features.py): the model is held to it.
-         "monotone_constraints": [1] * len(FEATURES), "monotone_constraints_method": "advanced"}
-# The answer's shape under the learned ranking (`LEARNED_SEARCH` reads them from the card): an
-# experience below this share of the best one's P(related) is left out where at most this
+# "weighting": every candidate counts once, or every query once (its candidates share a weight
+# of 1: a past-fix query's hundred candidates then weigh what a session query's forty do).
+GRID: dict[str, tuple[Any, ...]] = {"num_leaves": (7, 15), "n_estimators": (100, 300), "weighting": ("candidate", "query")}
+FIXED: dict[str, Any] = {"objective": "cross_entropy", "learning_rate": 0.05, "min_child_samples": 20,
+                         "subsample": 0.8, "subsample_freq": 1, "colsample_bytree": 0.8, "reg_lambda": 1.0,
+                         "random_state": 0, "n_jobs": 1, "verbose": -1,
+                         # Every feature but the kind says "more related" as it grows (features.py): the
+                         # model is held to it.
+                         "monotone_constraints": list(MONOTONE), "monotone_constraints_method": "advanced"}
+# An experience below this share of the best one's P(related) is left out where at most this
 # share of the related experiences among the first `FLOOR_DEPTH` would be.
 FLOOR_MISSES = 0.05
 FLOOR_DEPTH = 10
 SELECT_BY = "mrr"
+GRID_FOLDS = 3  # the grid is chosen by holding out the repositories in this many groups
 FIGURES = ("hit@1", "hit@5", "mrr", "useful@1")
+KINDS = ("session", "commit")
 
 
 @dataclass
 class Query:
     query: str
     repo: str
-    keys: list[str]  # candidates, fused order
+    kind: str  # "session" or "commit"
+    source: str  # the agent whose sessions, or "past-fixes"
+    keys: list[str]  # candidates, by key
     x: np.ndarray
-    y: np.ndarray  # 2 same_function, 1 same_file, 0 otherwise
+    y: np.ndarray  # 2 same_function / gold change, 1 same_file, 0 otherwise
+    fused: np.ndarray
     bm25: np.ndarray
     cosine: np.ndarray
-    related: int  # related tasks in memory (found or not)
+    related: int  # related experiences in memory (found or not)
+    trains: bool = True  # False: a check only (`--check-signals`), scored by models that never saw it
 
 
-def load_queries(path: Path) -> list[Query]:
-    """Every query `build_data` recorded, with its candidates' features: the signals as the
-    Search had them, and the card fields read from the cards the memory then held (each
-    session's card is final once it is added, so `cards.jsonl` holds the same)."""
-    cards = {}
-    for line in (path / "cards.jsonl").read_text().splitlines():
-        card = json.loads(line)
+def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFields] | None = None,
+           locations: LocationIndex | None = None) -> Query | None:
+    """One recorded Search as a query: its candidates' features, labels and baseline scores.
+    Fields and held references missing from an older record are computed from the cards the
+    memory held (a session's card is final once it is added, so `cards.jsonl` holds the same)."""
+    signals = signals_from(rec["signals"])
+    keys = candidates(signals, CANDIDATE_DEPTH)
+    if not keys:
+        return None
+    text = rec["text"]
+    if not signals.fields and cards is not None:
+        signals.fields = field_matches(text, {k: cards[k] for k in keys if k in cards})
+    if not signals.refs_held and locations is not None:
+        signals.refs_held = locations.held(dict.fromkeys([*parse_query(text).refs, *ticket_refs(text)]), keys)
+    vectors = candidate_features(signals, keys)
+    fused = fuse(signals)
+    labels = rec["labels"]
+    return Query(rec["query"], rec["repo"], kind, source, keys,
+                 np.asarray([vectors[k] for k in keys], dtype=np.float64),
+                 np.asarray([labels.get(k, 0) for k in keys], dtype=np.int32),
+                 np.asarray([fused.get(k, 0.0) for k in keys]),
+                 np.asarray([signals.bm25.get(k, -1.0) for k in keys]),
+                 np.asarray([signals.cosine.get(k, -2.0) for k in keys]), len(labels))
+
+
+def load_sessions(path: Path, trains: bool = True) -> list[Query]:
+    """Every query `build_data` recorded in `path` (one agent's sessions, or a mixed replay)."""
+    cards: dict[str, CardFields] = {}
+    locations = LocationIndex()
+    rows = [json.loads(line) for line in (path / "cards.jsonl").read_text().splitlines()]
+    for card in rows:
         cards[card["id"]] = CardFields.of(card["text"], card["metadata"])
+    locations.put({"session_key": c["id"], "refs": c.get("refs", ""), "metadata": c["metadata"]} for c in rows)
     out = []
     for line in (path / "queries.jsonl").read_text().splitlines():
         rec = json.loads(line)
-        signals = signals_from(rec["signals"])
-        keys = candidates(signals, DEFAULT_SEARCH, CANDIDATE_DEPTH)
-        if not keys:
-            continue
-        signals.fields = field_matches(rec["text"], {k: cards[k] for k in keys})
-        vectors = candidate_features(signals, keys)
-        labels = rec["labels"]
-        out.append(Query(rec["query"], rec["repo"], keys, np.asarray([vectors[k] for k in keys], dtype=np.float64),
-                         np.asarray([labels.get(k, 0) for k in keys], dtype=np.int32),
-                         np.asarray([signals.bm25.get(k, -1.0) for k in keys]),
-                         np.asarray([signals.cosine.get(k, -2.0) for k in keys]), len(labels)))
+        source = path.name if rec.get("replay") == "mixed" else str(rec.get("agent") or path.name)
+        if (q := _query(rec, "session", source, cards, locations)) is not None:
+            q.trains = trains
+            out.append(q)
+    return out
+
+
+def load_commits(path: Path) -> list[Query]:
+    """Every past-fix query `commit_data` recorded in `path` (fields and references held included)."""
+    out = []
+    for line in (path / "queries.jsonl").read_text().splitlines():
+        if (q := _query(json.loads(line), "commit", "past-fixes")) is not None:
+            out.append(q)
     return out
 
 
 def figures(queries: Sequence[Query], scores: Sequence[np.ndarray]) -> dict[str, float]:
     """hit@1, hit@5, MRR and useful@1 of ranking each query's candidates by `scores` (ties
-    keep the fused order)."""
+    keep the key order)."""
     hit1, hit5, rr, useful = [], [], [], []
     for q, s in zip(queries, scores, strict=True):
         order = np.argsort(-s, kind="stable")
@@ -118,8 +176,7 @@ def per_query(queries: Sequence[Query], scores: Sequence[np.ndarray]) -> dict[st
 
 def paired_gain(queries: Sequence[Query], learned: Sequence[np.ndarray], other: Sequence[np.ndarray],
                 draws: int = 2000) -> dict[str, list[float]]:
-    """The learned ranking's gain over `other` per figure: mean and a 95% paired bootstrap
-    interval over queries."""
+    """The model's gain over `other` per figure: mean and a 95% paired bootstrap interval over queries."""
     a, b = per_query(queries, learned), per_query(queries, other)
     rng = np.random.default_rng(0)
     idx = rng.integers(0, len(queries), size=(draws, len(queries)))
@@ -133,58 +190,68 @@ def paired_gain(queries: Sequence[Query], learned: Sequence[np.ndarray], other: 
 
 
 def baselines(queries: Sequence[Query]) -> dict[str, list[np.ndarray]]:
-    return {"fused": [-np.arange(len(q.keys), dtype=float) for q in queries],
-            "bm25": [q.bm25 for q in queries], "dense": [q.cosine for q in queries]}
+    return {"fused": [q.fused for q in queries], "bm25": [q.bm25 for q in queries],
+            "dense": [q.cosine for q in queries]}
 
 
-def fit(queries: Sequence[Query], params: dict[str, Any]) -> lgb.LGBMRanker:
-    train = [q for q in queries if q.y.max() > 0]  # a query with nothing related teaches nothing
-    model = lgb.LGBMRanker(**FIXED, **params)
-    model.fit(np.vstack([q.x for q in train]), np.concatenate([q.y for q in train]),
-              group=[len(q.keys) for q in train])
+def fit(queries: Sequence[Query], params: dict[str, Any]) -> lgb.LGBMRegressor:
+    """The model fitted on the training queries among `queries` (checks are never fitted)."""
+    train = [q for q in queries if q.trains]
+    model = lgb.LGBMRegressor(**FIXED, **{k: v for k, v in params.items() if k != "weighting"})
+    weight = None
+    if params.get("weighting") == "query":
+        weight = np.concatenate([np.full(len(q.keys), 1.0 / len(q.keys)) for q in train])
+        weight *= len(weight) / weight.sum()  # the same total as one per candidate
+    model.fit(np.vstack([q.x for q in train]), np.concatenate([q.y for q in train]) / 2.0, sample_weight=weight)
     return model
 
 
-def predict(model: lgb.LGBMRanker, queries: Sequence[Query]) -> list[np.ndarray]:
-    return [np.asarray(model.predict(q.x)) for q in queries]
+def raw(model: lgb.LGBMRegressor, x: np.ndarray) -> np.ndarray:
+    """The model's raw score (log-odds) of each row of `x`."""
+    return np.asarray(model.booster_.predict(x, raw_score=True))
 
 
 def grid() -> list[dict[str, Any]]:
     return [dict(zip(GRID, combo, strict=True)) for combo in itertools.product(*GRID.values())]
 
 
-def loro(queries: Sequence[Query], params: dict[str, Any]) -> list[np.ndarray]:
-    """Out-of-fold scores: each repository's queries scored by a model fitted on the others'."""
+def repository_folds(queries: Sequence[Query], k: int | None = None) -> list[set[str]]:
+    """The repositories, one per fold (leave one out), or dealt into `k` folds largest first
+    (the choice of the grid: fewer fits, every repository still held out once)."""
+    sizes = Counter(q.repo for q in queries)
+    repos = sorted(sizes, key=lambda r: (-sizes[r], r))
+    if k is None or k >= len(repos):
+        return [{r} for r in repos]
+    return [set(repos[i::k]) for i in range(k)]
+
+
+def loro(queries: Sequence[Query], params: dict[str, Any], folds: list[set[str]] | None = None) -> list[np.ndarray]:
+    """Out-of-fold scores: each fold's queries scored by a model fitted on the other folds'
+    (default: leave one repository out)."""
     scores: list[np.ndarray | None] = [None] * len(queries)
-    for repo in sorted({q.repo for q in queries}):
-        model = fit([q for q in queries if q.repo != repo], params)
+    for fold in folds or repository_folds(queries):
+        model = fit([q for q in queries if q.repo not in fold], params)
         for i, q in enumerate(queries):
-            if q.repo == repo:
-                scores[i] = np.asarray(model.predict(q.x))
+            if q.repo in fold:
+                scores[i] = raw(model, q.x)
     return [s for s in scores if s is not None]
 
 
-def choose(queries: Sequence[Query]) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
-    """The grid point with the best leave-one-repository-out `SELECT_BY` over `queries`."""
-    table = {json.dumps(p): figures(queries, loro(queries, p)) for p in grid()}
+def ranked(queries: Sequence[Query]) -> list[int]:
+    """The queries with a related experience in memory: those a ranking is scored on."""
+    return [i for i, q in enumerate(queries) if q.related > 0]
+
+
+def choose(queries: Sequence[Query], folds: int | None = None) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    """The grid point with the best cross-validated `SELECT_BY` over the ranked queries (every
+    query trains), the repositories held out one at a time or in `folds` groups."""
+    idx = [i for i in ranked(queries) if queries[i].trains]  # a check chooses nothing
+    table = {}
+    for p in grid():
+        oof = loro(queries, p, repository_folds(queries, folds))
+        table[json.dumps(p)] = figures([queries[i] for i in idx], [oof[i] for i in idx])
     best = max(table, key=lambda p: (table[p][SELECT_BY], table[p]["hit@1"]))
     return json.loads(best), table
-
-
-def nested(queries: Sequence[Query]) -> tuple[list[np.ndarray], dict[str, dict[str, Any]]]:
-    """Held-out scores of each repository by a model whose grid point was chosen on the
-    other repositories alone (their own leave-one-repository-out split)."""
-    scores: list[np.ndarray | None] = [None] * len(queries)
-    chosen = {}
-    for repo in sorted({q.repo for q in queries}):
-        rest = [q for q in queries if q.repo != repo]
-        params, _ = choose(rest) if len({q.repo for q in rest}) > 1 else (grid()[0], {})
-        chosen[repo] = params
-        model = fit(rest, params)
-        for i, q in enumerate(queries):
-            if q.repo == repo:
-                scores[i] = np.asarray(model.predict(q.x))
-    return [s for s in scores if s is not None], chosen
 
 
 def fit_platt(score: np.ndarray, related: np.ndarray, steps: int = 100) -> tuple[float, float]:
@@ -246,21 +313,51 @@ def choose_floor(queries: Sequence[Query], probabilities: Sequence[np.ndarray]) 
     return float(np.floor(np.quantile(shares, FLOOR_MISSES) * 100) / 100) if shares else 0.0
 
 
-def quiet_figures(queries: Sequence[Query], probabilities: Sequence[np.ndarray], threshold: float) -> dict[str, float]:
+def quiet_figures(queries: Sequence[Query], probabilities: Sequence[np.ndarray], threshold: float) -> dict[str, Any]:
     """How often an answer is quiet (no candidate's P(related) reaches `threshold`) when
     nothing related is in memory (it should be), and loud when the first experience is
     related (it should be), on out-of-fold scores."""
+    if not queries:
+        return {}
     top, related = first_of_each(queries, probabilities)
     absent = np.asarray([q.related == 0 for q in queries])
-    return {"quiet_when_nothing_related": round(float(np.mean(top[absent] < threshold)), 3),
-            "loud_when_first_related": round(float(np.mean(top[related] >= threshold)), 3),
-            "loud_when_first_unrelated": round(float(np.mean(top[~related & ~absent] >= threshold)), 3)}
+
+    def share(mask: np.ndarray, loud: bool) -> float | None:
+        return round(float(np.mean((top[mask] >= threshold) == loud)), 3) if mask.any() else None
+
+    return {"quiet_when_nothing_related": share(absent, False), "loud_when_first_related": share(related, True),
+            "loud_when_first_unrelated": share(~related & ~absent, True),
+            "queries_nothing_related": int(absent.sum())}
 
 
-def commit() -> str:
+def contested_pairs(queries: Sequence[Query], limit: int = 40, margin: int = 3) -> list[dict[str, Any]]:
+    """Pairs of one query's candidates, its best related one and the unrelated one that the
+    lexical retriever likes best among those that each beat it on at least `margin` features
+    and lose to it on as many: what the training data says about candidates that no single
+    feature orders. One per query, taken in turn from each repository, at most `limit`
+    (the model card keeps them; `tests/train/test_ranker_model.py` checks the model orders
+    them as their labels do)."""
+    lexical = FEATURES.index("lexical_share")
+    by_repo: dict[str, list[dict[str, Any]]] = {}
+    for q in sorted(queries, key=lambda q: (q.repo, q.query)):
+        if q.related == 0 or q.y.max() == 0:
+            continue
+        r = int(np.argmax(q.y))
+        for o in sorted(np.flatnonzero(q.y == 0), key=lambda i: -q.x[i, lexical]):
+            if (q.x[r] > q.x[o]).sum() >= margin and (q.x[r] < q.x[o]).sum() >= margin:
+                by_repo.setdefault(q.repo, []).append({"query": q.query, "kind": q.kind,
+                                                       "related": [round(float(v), 6) for v in q.x[r]],
+                                                       "other": [round(float(v), 6) for v in q.x[o]]})
+                break
+    out: list[dict[str, Any]] = []
+    for row in itertools.zip_longest(*by_repo.values()):
+        out += [p for p in row if p is not None]
+    return out[:limit]
+
+
+def git(*args: str) -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -269,73 +366,173 @@ def rounded(d: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 3) if isinstance(v, float) else v for k, v in d.items()}
 
 
+def data_summary(every: Sequence[Query]) -> dict[str, Any]:
+    def count(pred: Any) -> dict[str, int]:
+        return dict(sorted(Counter(pred(q) for q in every).items()))
+
+    return {"queries": len(every), "ranked_queries": sum(q.related > 0 for q in every),
+            "queries_nothing_related": sum(q.related == 0 for q in every),
+            "candidates": int(sum(len(q.keys) for q in every)),
+            "related_candidates": int(sum((q.y > 0).sum() for q in every)),
+            "queries_with_related_candidate": int(sum(q.y.max() > 0 for q in every)),
+            "by_kind": count(lambda q: q.kind), "by_source": count(lambda q: q.source),
+            "ranked_by_repo": dict(sorted(Counter(f"{q.repo} ({q.kind})" for q in every if q.related > 0).items())),
+            "repositories": len({q.repo for q in every})}
+
+
+def scored_table(queries: Sequence[Query], learned: Sequence[np.ndarray]) -> dict[str, dict[str, float]]:
+    return {"learned": rounded(figures(queries, learned)),
+            **{name: rounded(figures(queries, s)) for name, s in baselines(queries).items()}}
+
+
+def markdown(card: dict[str, Any]) -> str:
+    """The card's figures as the README's generated section."""
+    cv, data = card["cv"], card["trained_on"]
+    lines = [f"Generated by `python -m train.ranker.train` at `{data['commit']}` (tree "
+             f"{'clean' if data['clean_tree'] else 'with uncommitted changes'}), model `{card['model_id']}`, "
+             f"{card['total_s']:.0f} s on {card['machine']}.", "",
+             f"**Data:** {data['queries']} queries ({data['ranked_queries']} with a related experience in memory, "
+             f"{data['queries_nothing_related']} with none) over {data['repositories']} repositories, "
+             f"{data['candidates']:,} candidates, {data['related_candidates']:,} related. By kind: "
+             + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()) + "; by source: "
+             + ", ".join(f"{k} {v}" for k, v in data["by_source"].items()) + ".", "",
+             "**Leave-one-repository-out, on the training data, not validation** (the grid point was chosen "
+             f"holding the same repositories out in {GRID_FOLDS} groups: {len(grid())} points, a small optimism):", "",
+             "| kind | ranking | queries | hit@1 | hit@5 | MRR | useful@1 |", "|---|---|---:|---:|---:|---:|---:|"]
+    for kind, table in cv["by_kind"].items():
+        for name, f in table.items():
+            lines.append(f"| {kind} | {name} | {f['queries']} | {f['hit@1']:.3f} | {f['hit@5']:.3f} | {f['mrr']:.3f} "
+                         f"| {f['useful@1']:.3f} |")
+    lines += ["", "By the agent whose sessions filled the memory (sessions only; a mixed replay holds several):", "",
+              "| sessions of | ranking | queries | hit@1 | hit@5 | MRR | useful@1 |", "|---|---|---:|---:|---:|---:|---:|"]
+    for source, table in cv["by_source"].items():
+        for name, f in table.items():
+            lines.append(f"| {source} | {name} | {f['queries']} | {f['hit@1']:.3f} | {f['hit@5']:.3f} | "
+                         f"{f['mrr']:.3f} | {f['useful@1']:.3f} |")
+    lines += ["", "Model minus fusion, 95% paired bootstrap over queries (hit@1, MRR): "
+              + "; ".join(f"{kind} {g['hit@1']} / {g['mrr']}" for kind, g in cv["minus_fused"].items()) + ".", "",
+              f"**Chosen on the training folds:** grid point {card['params']['num_leaves']} leaves x "
+              f"{card['params']['n_estimators']} trees, each {card['params']['weighting']} weighing one ({SELECT_BY}); Platt a {card['calibration']['a']:.3f}, "
+              f"b {card['calibration']['b']:.3f} (log-loss {card['calibration']['log_loss']}, Brier "
+              f"{card['calibration']['brier']}); quiet threshold {card['search']['quiet_below']} (Youden's J over "
+              f"every query's first experience); relevance floor {card['search']['relevance_floor']} (at most "
+              f"{FLOOR_MISSES:.0%} of the related experiences among each query's first {FLOOR_DEPTH} below it).", "",
+              "| kind | quiet when nothing related | loud when the first is related | loud when the first is unrelated |",
+              "|---|---:|---:|---:|"]
+    for kind, q in card["answer_shape"]["by_kind"].items():
+        lines.append(f"| {kind} | {q.get('quiet_when_nothing_related')} | {q.get('loud_when_first_related')} | "
+                     f"{q.get('loud_when_first_unrelated')} |")
+    lines += ["", "Largest gains: " + ", ".join(f"`{k}` {v:.0f}" for k, v in list(card["gain_importance"].items())[:8])
+              + "; features with no gain: " + (", ".join(f"`{k}`" for k, v in card["gain_importance"].items() if not v)
+                                              or "none") + "."]
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(path: Path, section: str) -> None:
+    """Replace the README's generated section (between its two markers) with `section`."""
+    start, end = "<!-- generated by train.ranker.train -->\n", "<!-- end of the generated section -->\n"
+    text = path.read_text()
+    if start not in text or end not in text:
+        raise SystemExit(f"{path} has no generated section ({start.strip()} ... {end.strip()})")
+    head, rest = text.split(start, 1)
+    path.write_text(head + start + section + end + rest.split(end, 1)[1])
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--signals", type=Path, default=Path("/tmp/ranker/signals"))
+    ap.add_argument("--signals", type=Path, action="append", default=[], help="one agent's replayed sessions")
+    ap.add_argument("--commits", type=Path, action="append", default=[], help="past-fix tasks over histories")
+    ap.add_argument("--check-signals", type=Path, action="append", default=[],
+                    help="sessions scored by the held-out models but never trained on (an agent whose license "
+                         "does not allow shipping a model trained on it)")
     ap.add_argument("--out", type=Path, default=Path("codemem/ranking/models"))
+    ap.add_argument("--readme", type=Path, default=None, help="the model card whose generated section to rewrite")
     ap.add_argument("--report", type=Path, default=Path("/tmp/ranker/cv.json"))
     args = ap.parse_args(argv)
+    if not args.signals and not args.commits:
+        ap.error("give --signals and/or --commits")
     t0 = time.perf_counter()
-    signals_hash = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(args.signals.glob("*.jsonl")))).hexdigest()
-    queries = load_queries(args.signals)
-    # Ranking is learned and scored on the queries with a related task in memory; the others
-    # (nothing related in memory) count for the calibration and for how often an answer is quiet.
-    every, queries = queries, [q for q in queries if q.related > 0]
-    repos = sorted({q.repo for q in queries})
-    data = {"queries": len(queries), "queries_nothing_related": len(every) - len(queries),
-            "candidates": int(sum(len(q.keys) for q in every)),
-            "related_candidates": int(sum((q.y > 0).sum() for q in queries)),
-            "queries_with_related_candidate": int(sum(q.y.max() > 0 for q in queries)),
-            "by_repo": {r: sum(q.repo == r for q in queries) for r in repos}}
+    # What the card says it was trained at: read before anything is written.
+    at = {"commit": git("rev-parse", "--short", "HEAD"),
+          "clean_tree": git("status", "--porcelain", "--untracked-files=no") == ""}
+    files = sorted(p / name for p in [*args.signals, *args.commits] for name in ("queries.jsonl", "cards.jsonl")
+                   if (p / name).exists())
+    hashes = {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    every = [q for p in args.signals for q in load_sessions(p)] + [q for p in args.commits for q in load_commits(p)]
+    checks = [q for p in args.check_signals for q in load_sessions(p, trains=False)]
+    data = data_summary(every) | {"checks": dict(sorted(Counter(q.source for q in checks).items()))}
     print(json.dumps(data), flush=True)
 
-    base = {name: rounded(figures(queries, s)) for name, s in baselines(queries).items()}
-    held, chosen = nested(queries)
-    params, table = choose(queries)  # the shipped model's grid point, and the plain LORO table
-    oof = loro(every, params)
-    cv = {"learned (nested)": rounded(figures(queries, held)), **base}
-    gain = {name: paired_gain(queries, held, s) for name, s in baselines(queries).items()}
+    params, table = choose(every, GRID_FOLDS)  # the shipped model's grid point
+    print(f"grid: {params}", flush=True)
+    held_all = loro([*every, *checks], params)  # each repository scored by a model that never saw it
+    held, held_checks = held_all[:len(every)], held_all[len(every):]
+    oof = held
+    idx = ranked(every)
+    by_kind, gain = {}, {}
+    for kind in ("all", *KINDS):
+        sub = [i for i in idx if kind == "all" or every[i].kind == kind]
+        if not sub:
+            continue
+        qs = [every[i] for i in sub]
+        by_kind[kind] = scored_table(qs, [held[i] for i in sub])
+        gain[kind] = paired_gain(qs, [held[i] for i in sub], [q.fused for q in qs])
+    by_source = {}
+    for source in sorted({q.source for q in every if q.kind == "session"}):
+        sub = [i for i in idx if every[i].source == source]
+        by_source[source] = scored_table([every[i] for i in sub], [held[i] for i in sub])
+    for source in sorted({q.source for q in checks}):
+        sub = [i for i in ranked(checks) if checks[i].source == source]
+        by_source[f"{source} (check: never trained on)"] = scored_table([checks[i] for i in sub],
+                                                                        [held_checks[i] for i in sub])
     per_repo = {}
-    for r in repos:
-        idx = [i for i, q in enumerate(queries) if q.repo == r]
-        sub = [queries[i] for i in idx]
-        per_repo[r] = {"learned (nested)": rounded(figures(sub, [held[i] for i in idx])),
-                       **{n: rounded(figures(sub, [s[i] for i in idx])) for n, s in baselines(queries).items()}}
-    print(json.dumps(cv, indent=1), json.dumps(gain, indent=1), flush=True)
+    for r in sorted({every[i].repo for i in idx}):
+        sub = [i for i in idx if every[i].repo == r]
+        per_repo[r] = scored_table([every[i] for i in sub], [held[i] for i in sub])
+    print(json.dumps(by_kind, indent=1), json.dumps(gain, indent=1), flush=True)
 
     score = np.concatenate(oof)
     related = np.concatenate([(q.y > 0).astype(float) for q in every])
     a, b = fit_platt(score, related)
     calib = calibration_figures(platt(score, a, b), related)
     probabilities = [platt(s, a, b) for s in oof]
-    search = {"quiet_below": choose_quiet_below(every, probabilities), "relevance_floor": choose_floor(queries, [
-        platt(s, a, b) for s, q in zip(oof, every, strict=True) if q.related > 0])}
-    shape = search | quiet_figures(every, probabilities, search["quiet_below"])
+    search = {"quiet_below": choose_quiet_below(every, probabilities),
+              "relevance_floor": choose_floor([every[i] for i in idx], [probabilities[i] for i in idx])}
+    shape = search | {"by_kind": {kind: quiet_figures([q for q in every if kind == "all" or q.kind == kind],
+                                                      [p for q, p in zip(every, probabilities, strict=True)
+                                                       if kind == "all" or q.kind == kind], search["quiet_below"])
+                                  for kind in ("all", *KINDS)}}
 
     t1 = time.perf_counter()
-    model = fit(queries, params)
+    model = fit(every, params)
     fit_s = time.perf_counter() - t1
     args.out.mkdir(parents=True, exist_ok=True)
     model.booster_.save_model(str(args.out / "ranker.txt"))
+    data_hash = hashlib.sha256("".join(sorted(hashes.values())).encode()).hexdigest()
+    pairs = contested_pairs(every)
+    ordered = [raw(model, np.asarray([p["related"]]))[0] > raw(model, np.asarray([p["other"]]))[0] for p in pairs]
     card = {
-        "model_id": f"codemem-ranker-{signals_hash[:8]}-{params['num_leaves']}x{params['n_estimators']}",
+        "model_id": f"codemem-relevance-{data_hash[:8]}-{params['num_leaves']}x{params['n_estimators']}-{params['weighting']}",
         "features": list(FEATURES), "candidate_depth": CANDIDATE_DEPTH,
         "params": {**FIXED, **params}, "calibration": {"kind": "platt", "a": a, "b": b, **calib},
         "search": search, "answer_shape": shape,
-        "trained_on": {"data": "swe-verified-reuse (tasks.jsonl, links.json)", "signals_sha256": signals_hash,
-                       "commit": commit(), **data},
-        "cv": {"note": "leave-one-repository-out on the training data (not validation)", "figures": cv,
-               "learned_minus_baseline": gain,
-               "per_repo": per_repo, "grid_loro": {p: rounded(f) for p, f in table.items()},
-               "nested_choice": chosen},
+        "trained_on": {"data_sha256": hashes, **at, **data},
+        "cv": {"note": "leave-one-repository-out on the training data (not validation); the grid point was chosen "
+                       f"by holding the same repositories out in {GRID_FOLDS} groups",
+               "by_kind": by_kind, "by_source": by_source, "minus_fused": gain, "per_repo": per_repo,
+               "grid_cv": {p: rounded(f) for p, f in table.items()}},
+        "checks": {"contested_pairs": pairs, "ordered_right_in_sample": int(sum(ordered))},
         "fit_s": round(fit_s, 2), "total_s": round(time.perf_counter() - t0, 1),
+        "machine": f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f}",
         "gain_importance": dict(sorted(zip(FEATURES, map(float, model.booster_.feature_importance("gain")), strict=True),
                                        key=lambda kv: -kv[1])),
     }
     (args.out / "ranker.json").write_text(json.dumps(card, indent=1) + "\n")
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(card, indent=1))
-    print(json.dumps({k: card[k] for k in ("model_id", "params", "calibration", "answer_shape", "fit_s", "total_s")}, indent=1))
+    if args.readme:
+        write_readme(args.readme, markdown(card))
+    print(json.dumps({k: card[k] for k in ("model_id", "params", "search", "answer_shape", "fit_s", "total_s")}, indent=1))
 
 
 if __name__ == "__main__":
