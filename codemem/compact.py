@@ -43,12 +43,14 @@ MAX_NAMED = 10  # experiences left out that an answer names
 
 
 def search_config(base: SearchConfig) -> SearchConfig:
-    """`base` with one evidence item read per experience, every experience alike: no budget
-    and no quiet shape of its own, since the compact answer is bounded here (`compact`), and
-    says whether any experience stood out (`CompactAnswer.quiet`)."""
+    """`base` with one evidence item read per experience, every experience alike: no budget,
+    no relevance floor and no quiet shape of its own, since the compact answer is bounded here
+    (`compact`: the nearest few, in the model's order, fit in a page), and says whether any
+    experience stood out (`CompactAnswer.quiet`)."""
     return base.replace({"answer.first_evidence_items": 1, "answer.evidence_items": 1,
                          "answer.first_evidence_chars": EVIDENCE_READ, "answer.evidence_chars": EVIDENCE_READ,
-                         "answer.budget_tokens": 0, "calibration.quiet_below": 0.0})
+                         "answer.budget_tokens": 0, "calibration.quiet_below": 0.0,
+                         "calibration.relevance_floor": 0.0})
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,8 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
     search's answer part, fitted to the request (`AnswerShape.fitted`).
 
     How much of an experience is shown follows its calibrated P(related): the first
-    experience's card carries its strongest evidence (`shape.first_evidence_chars`); each other
+    experience's card carries its strongest evidence (`shape.first_evidence_chars`; the others'
+    `shape.evidence_chars`, none by default); each other
     experience in `related` (P at least the quiet threshold) is its whole card, and every
     other one a short card (its task's headline and outcome, at most `shape.short_card_chars`:
     `Memory.experience` opens it). A `quiet` answer (no experience related) is short cards, the
@@ -64,9 +65,11 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
         shape = dataclasses.replace(shape, budget_tokens=budget)
         first_chars = shape.quiet_first_evidence_chars
     groups = groups[: min(top_k, shape.experiences)]
-    first = groups[0].evidence[: shape.first_evidence_items] if groups else []
+    inlined = {g.session_key: g.evidence[: shape.first_evidence_items if i == 0 else shape.evidence_items]
+               for i, g in enumerate(groups)}
     evidence = [e.id for g in groups for e in g.evidence]  # the first experience's first
-    rows = _rows_of_user(read([g.card.id for g in groups] + evidence[: max(len(first), top_k)]), user_id)
+    wanted = [e.id for found in inlined.values() for e in found]
+    rows = _rows_of_user(read([g.card.id for g in groups] + list(dict.fromkeys(wanted + evidence[:top_k]))), user_id)
     hits: list[Hit] = []
     shown = _ShownEvidence()
     for g in groups:
@@ -74,16 +77,15 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
         if card is None:
             continue
         inline: list[tuple[Row, str]] = []
-        if g is groups[0]:  # the best experience: its evidence inlined
-            allot = first_chars
-            for e in first:
-                row = rows.get(e.id)
-                if row is None or row["content"] or allot <= 0 or shown.covers(row):
-                    continue
-                text, _ = clip_middle(str(row["text"]), min(allot, shape.max_item_chars))
-                shown.add(text)
-                allot -= len(text)
-                inline.append((row, text))
+        allot = first_chars if g is groups[0] else shape.evidence_chars
+        for e in inlined[g.session_key]:
+            row = rows.get(e.id)
+            if row is None or row["content"] or allot <= 0 or shown.covers(row):
+                continue
+            text, _ = clip_middle(str(row["text"]), min(allot, shape.max_item_chars))
+            shown.add(text)
+            allot -= len(text)
+            inline.append((row, text))
         short = 0 if not hits or (g.session_key in related and not quiet) else shape.short_card_chars
         hits.append(_experience_hit(card, inline, g.score, why.get(g.session_key, {}), short))
         if quiet:

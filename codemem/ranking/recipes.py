@@ -30,6 +30,9 @@ DEFAULT_SEARCH = SearchConfig(
         # beside its card (SWE-ContextBench found unfiltered experience helps little).
         first_evidence_chars=8_000,
         first_evidence_items=20,
+        # The others: their cards only (a compact answer reads one evidence item each).
+        evidence_chars=0,
+        evidence_items=0,
         # Every experience a reader might open names itself in a short card (its task's
         # headline and outcome: `Memory.experience` opens it whole); related ones in full.
         experiences=24,

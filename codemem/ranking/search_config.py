@@ -115,6 +115,10 @@ class AnswerShape:
     # Evidence inlined under the best experience's card: characters, and evidence items read.
     first_evidence_chars: int
     first_evidence_items: int
+    # Evidence inlined under each other experience's card (0 by default: evidence for the best
+    # only; a compact answer, `codemem/compact.py`, shows each experience's best match).
+    evidence_chars: int
+    evidence_items: int
     # At most `experiences` experiences; one below the quiet threshold (not the first) is a
     # short card of at most `short_card_chars` (`experience/building/render.short_card`).
     experiences: int
@@ -141,6 +145,7 @@ class AnswerShape:
             return chars if room is None else min(chars, room)
 
         return dataclasses.replace(self, budget_tokens=budget, first_evidence_chars=fit(self.first_evidence_chars),
+                                   evidence_chars=fit(self.evidence_chars),
                                    quiet_first_evidence_chars=fit(self.quiet_first_evidence_chars))
 
 
