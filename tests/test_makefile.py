@@ -11,8 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_first_serve_announces_the_install_and_shows_pips_progress(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    plan = subprocess.run(["make", "-n", "serve", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
-                          check=True).stdout.splitlines()
+    # Run by `make test` too (CI): no "Entering directory" lines from the outer make's level.
+    plan = subprocess.run(["make", "--no-print-directory", "-n", "serve", f"VENV={venv}"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.splitlines()
     install = next(i for i, line in enumerate(plan) if "pip install" in line and " -e ." in line)
     said = " ".join(plan[:install])
     assert said.startswith("echo") and "installing codemem" in said and "GB" in said and "minutes" in said
