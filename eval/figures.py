@@ -54,7 +54,6 @@ FILE_LABELS: dict[str, str] = {
     "fragments.json": "measurement",
     "ingest.json": "measurement",
     "git_ingest.json": "measurement",
-    "large_add.json": "measurement",
     "cli_latency.json": "measurement",
     "ui_latency.json": "measurement",
     "load-32x64.json": "in-sample",
@@ -282,10 +281,6 @@ FIGURES: tuple[Figure, ...] = (
     Figure("git_ingest.json", "reading a synthetic 5,000-commit history into experiences (no store)",
            lambda r: f"{r['total_wall_s']} s ({r['iter_changes']['wall_s']} s reading, "
                      f"{r['commit_to_experience']['wall_s']} s building)"),
-    Figure("large_add.json", "one Add of one large message: a log, a diff, prose (2 MB; 0.5 MB)",
-           lambda r: ", ".join(f"{k} {a['add_s']} s" for k in ("log", "diff", "prose") for a in r["adds"]
-                               if a["kind"] == k and a["mb"] == 2.0)
-                     + " (0.5 MB: " + ", ".join(f"{a['add_s']} s" for a in r["adds"] if a["mb"] == 0.5) + ")"),
     Figure("load-32x64.json", "32 Add + 64 Search clients, 60 s, 20k preload (thread defaults chosen here)", load),
     Figure("load-32x64-workers2.json", "the same with two worker processes", load),
     Figure("load-64x256.json", "64 Add + 256 Search clients", load),

@@ -5,7 +5,7 @@ the Add takes and whether a Search then finds it.
 
 Each shape is one message of `--mb` MB in an Add of its own (a session of its own) to a real
 `codemem serve` on a new data directory: a build log of ~30k short lines, one line of minified
-JSON, and one line of text of a few distinct words. The message ends with a mark of its
+JSON, one line of text of a few distinct words, a long diff, and prose (an agent's notes). The message ends with a mark of its
 own, which a Search (top_k 5) must then find: the whole message was indexed. Each shape is
 sent `--runs` times (new sessions), the Add time as the client sees it; target (issue 42):
 each at most 3 s. The texts are generated, seeded, by `shapes` (the tests use the same).
@@ -75,8 +75,32 @@ def few_words(chars: int, seed: int = 3) -> str:
     return " ".join(out)
 
 
+def _lines(chars: int, line: Callable[[int], str]) -> str:
+    out: list[str] = []
+    size = 0
+    while size < chars:
+        out.append(line(len(out)))
+        size += len(out[-1])
+    return "".join(out)
+
+
+def diff(chars: int) -> str:
+    """A long unified diff: file headers and hunks of added and removed lines, all different."""
+    def line(i: int) -> str:
+        if i % 40 == 0:
+            return f"diff --git a/pkg/module_{i}.py b/pkg/module_{i}.py\n--- a/pkg/module_{i}.py\n+++ b/pkg/module_{i}.py\n@@ -1,6 +1,7 @@\n"
+        return f"+def handler_{i}(request, retries={i % 5}):\n" if i % 3 else f"-    return fetch_item(request.item_{i})\n"
+    return _lines(chars, line)
+
+
+def prose(chars: int) -> str:
+    """An agent's notes: sentences of ordinary words, one a line, all different."""
+    return _lines(chars, lambda i: (f"Step {i}: I read the scheduler again and the retry loop still sleeps before "
+                                    f"checking the deadline, so the {i % 7}th attempt can run after the caller has given up.\n"))
+
+
 SHAPES: dict[str, Callable[[int], str]] = {"build_log": build_log, "minified_json": minified_json,
-                                           "few_words": few_words}
+                                           "few_words": few_words, "diff": diff, "prose": prose}
 
 
 def marked(text: str, mark: str) -> str:

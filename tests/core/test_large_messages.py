@@ -1,5 +1,5 @@
 """A 2 MB message of each shape agents' tool results take (a build log of ~30k lines, one
-line of minified JSON, one line of a few repeated words) is stored whole and found; how
+line of minified JSON, one line of a few repeated words, a diff, prose) is stored whole and found; how
 fast is `eval.load.large_messages`'s to say (issue 42: each within 3 s)."""
 
 from __future__ import annotations
