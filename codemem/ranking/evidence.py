@@ -1,6 +1,6 @@
 """Whether a memory holds anything closely related to a query at all.
 
-The rankings and the calibrated relevance (`relevance.py`, `learned.py`) compare candidates
+The model's relative features (`features.py`) and its ranking (`learned.py`) compare candidates
 with each other: they say which experience comes first and how far it stands out, and so a
 memory always has a "best" experience, however unrelated the question. What tells a query
 about this memory from one about something else is absolute, and simple: whether the memory
