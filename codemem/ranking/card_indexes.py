@@ -56,13 +56,17 @@ class _Held(Generic[IndexT]):
     built_at: float
     version: int | None  # the store's change count when its read began (None: not known)
     sizes: dict[str, int] = field(default_factory=dict)  # each session's card: characters held
+    total: int = 0  # the sum of `sizes`, kept as they change (a put is not a walk of every card)
 
     def take(self, cards: Iterable[Mapping[str, Any]]) -> int:
         """Count these cards (each replacing its session's); returns the change in characters."""
-        before = sum(self.sizes.values())
+        before = self.total
         for card in cards:
-            self.sizes[str(card.get("session_key", ""))] = sum(len(v) for v in card.values() if isinstance(v, str))
-        return sum(self.sizes.values()) - before
+            key = str(card.get("session_key", ""))
+            size = sum(len(v) for v in card.values() if isinstance(v, str))
+            self.total += size - self.sizes.get(key, 0)
+            self.sizes[key] = size
+        return self.total - before
 
 
 class CardIndexes(Generic[IndexT]):
@@ -122,7 +126,7 @@ class CardIndexes(Generic[IndexT]):
                 return built.index  # rows were deleted meanwhile: read again next time
             self._drop(user_key)
             self._built[user_key] = built
-            self._bytes += sum(built.sizes.values())
+            self._bytes += built.total
             self._evict(user_key)
         return built.index
 
@@ -154,7 +158,7 @@ class CardIndexes(Generic[IndexT]):
     def _drop(self, user_key: str) -> None:
         """Let one user's index go; the caller holds the lock."""
         if (held := self._built.pop(user_key, None)) is not None:
-            self._bytes -= sum(held.sizes.values())
+            self._bytes -= held.total
 
     def _evict(self, keep: str) -> None:
         """The least recently used indexes out until the rest fit (`keep`, just used, stays);
