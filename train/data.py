@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 # The validation sets in ../shared/data, refused as inputs whatever the command line says.
-EXCLUDED = ("swe-contextbench-lite", "past-fixes-dev", "locomo-dev")
+EXCLUDED = ("swe-contextbench-lite", "past-fixes-dev", "locomo-dev", "timeline-fresh", "decisions/suite")
 # Repositories no training set draws on: the held-out checks' histories, and the past-fixes
 # dev set's (validation only).
 HELD_OUT_REPOS = ("gin-gonic/gin", "sharkdp/bat", "jqlang/jq", "axios/axios", "psf/requests", "pallets/flask")

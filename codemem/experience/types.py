@@ -12,6 +12,7 @@ import msgspec
 
 # The metadata key (True) of an experience with no code work: people talking, not coding.
 CONVERSATION = "conversation"
+SAID = "said"  # the card metadata key of a conversation's distinct words (its card holds only the opening)
 
 StepKind = Literal["edit", "error", "test_run", "decision", "command"]
 

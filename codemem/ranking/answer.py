@@ -52,8 +52,9 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
     `shape.evidence_chars`, none by default); each other
     experience in `related` (P at least the quiet threshold) is its whole card, and every
     other one a short card (its task's headline and outcome, at most `shape.short_card_chars`:
-    `Memory.experience` opens it). A `quiet` answer (no experience related) is short cards, the
-    first with `shape.quiet_first_evidence_chars` of evidence, within
+    `Memory.experience` opens it). A `quiet` answer (no experience related) is at most
+    `shape.quiet_experiences` short cards, the first with `shape.quiet_first_evidence_chars` of
+    evidence (none by default), within
     `shape.quiet_budget_tokens`: a reader learns what the memory holds nearby without reading
     tens of thousands of tokens of it. Evidence that cannot be inlined (images) follows the
     experiences as its own items while `top_k` and the budget allow, so a small memory's own
@@ -64,7 +65,7 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
         budget = min(shape.budget_tokens or shape.quiet_budget_tokens, shape.quiet_budget_tokens)
         shape = dataclasses.replace(shape, budget_tokens=budget)
         first_chars = shape.quiet_first_evidence_chars
-    groups = groups[: min(top_k, shape.experiences)]
+    groups = groups[: min(top_k, shape.quiet_experiences if quiet else shape.experiences)]
     inlined = {g.session_key: g.evidence[: shape.first_evidence_items if i == 0 else shape.evidence_items]
                for i, g in enumerate(groups)}
     evidence = [e.id for g in groups for e in g.evidence]  # the first experience's first
@@ -86,7 +87,9 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
             shown.add(text)
             allot -= len(text)
             inline.append((row, text))
-        short = 0 if not hits or (g.session_key in related and not quiet) else shape.short_card_chars
+        # Short: any card after the first that is not related, and in a quiet answer every card
+        # but a first that carries evidence.
+        short = shape.short_card_chars if hits and (quiet or g.session_key not in related) or (quiet and not first_chars) else 0
         hits.append(_experience_hit(card, inline, g.score, why.get(g.session_key, {}), short))
         if quiet:
             hits[-1].metadata["quiet"] = True

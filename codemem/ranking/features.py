@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from codemem.ranking.fields import FIELDS
 from codemem.ranking.relevance import COMMIT_RANKINGS, RETRIEVERS, SessionSignals, share_lead
+from codemem.ranking.time_features import TIME_FEATURES
 
 # How deep each ranking is read for candidates (the training data's too: train/ranker).
 CANDIDATE_DEPTH = 30
@@ -43,10 +44,13 @@ FEATURES: tuple[str, ...] = (
     *(f"{kind}_share" for kind in KINDS),
     *(f"{name}_rr" for name in COMMIT_RANKINGS),
     *(f"{name}_match" for name in FIELDS),
+    *TIME_FEATURES,
 )
 
 
-MONOTONE: tuple[int, ...] = tuple(0 if name == "commit" else 1 for name in FEATURES)
+# The time features are free: a newer candidate is the better answer to a question about now,
+# not to every question, which the trees learn from the question's cues beside them.
+MONOTONE: tuple[int, ...] = tuple(0 if name == "commit" or name in TIME_FEATURES else 1 for name in FEATURES)
 
 
 def location_ranks(signals: SessionSignals) -> dict[str, int]:
@@ -87,6 +91,7 @@ def candidate_features(signals: SessionSignals, keys: Sequence[str]) -> dict[str
     best_edited = max((e for e, _ in signals.location.values()), default=0.0)
     best_kind = {kind: max(signals.kind_bm25.get(kind, {}).values(), default=0.0) for kind in KINDS}
     no_fields = (0.0,) * len(FIELDS)
+    no_time = (0.0,) * len(TIME_FEATURES)
     out: dict[str, tuple[float, ...]] = {}
     for key in keys:
         bm25 = signals.bm25.get(key, 0.0)
@@ -106,6 +111,7 @@ def candidate_features(signals: SessionSignals, keys: Sequence[str]) -> dict[str
             *(_share(signals.kind_bm25.get(kind, {}).get(key, 0.0), best_kind[kind]) for kind in KINDS),
             *(_rr(signals.commit_ranks.get(name, {}).get(key)) for name in COMMIT_RANKINGS),
             *signals.fields.get(key, no_fields),
+            *signals.time.get(key, no_time),
         )
     return out
 

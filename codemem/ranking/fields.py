@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from codemem.experience.building.render import card_sections, headline
-from codemem.experience.types import CONVERSATION
+from codemem.experience.types import CONVERSATION, SAID
 from codemem.ranking.card_indexes import CardIndex
 from codemem.ranking.merged import merged_of
 from codemem.ranking.query import IGNORED
@@ -65,10 +65,12 @@ class CardFields:
     files: frozenset[str]  # the files (and symbols) it edited and read
     merged: frozenset[str] = frozenset()  # a merge's branch commits' subjects (`merged.merged_of`)
     conversation: bool = False  # a session with no coding work (`Experience.metadata`)
+    ms: int = 0  # when the experience happened (the card's timestamp, Unix ms; 0: not known)
+    text: frozenset[str] = frozenset()  # every word of the card, its sections' and the rest
 
     @classmethod
-    def of(cls, text: str, metadata: str | Mapping[str, object] | None) -> CardFields:
-        """From a card row's `text` and `metadata` (JSON or decoded)."""
+    def of(cls, text: str, metadata: str | Mapping[str, object] | None, ms: int = 0) -> CardFields:
+        """From a card row's `text`, `metadata` (JSON or decoded) and `timestamp`."""
         meta = json.loads(metadata or "{}") if isinstance(metadata, str) else (metadata or {})
         sections = dict(card_sections(text))
         task = sections.get("Task", "")
@@ -77,7 +79,8 @@ class CardFields:
                    errors=words("\n".join(str(e) for e in errors) if isinstance(errors, list) else str(errors)),
                    files=words(sections.get("Edited", "") + "\n" + sections.get("Also read", "")),
                    merged=words("\n".join(subject for _, subject in merged_of(meta, text))),
-                   conversation=bool(meta.get(CONVERSATION)))
+                   conversation=bool(meta.get(CONVERSATION)), ms=ms,
+                   text=words(text) | words(" ".join(str(w) for w in meta.get(SAID) or ())))
 
     @property
     def every(self) -> frozenset[str]:
@@ -92,10 +95,11 @@ class FieldIndex(CardIndex):
         self.cards: dict[str, CardFields] = cards or {}
 
     def put(self, cards: Iterable[Mapping[str, object]]) -> None:
-        """Add these card rows (`session_key`, `text`, `metadata`), each replacing its session's."""
+        """Add these card rows (`session_key`, `text`, `metadata`, `timestamp`), each replacing its session's."""
         for card in cards:
             self.cards[str(card["session_key"])] = CardFields.of(str(card.get("text") or ""),
-                                                                str(card.get("metadata") or "{}"))
+                                                                str(card.get("metadata") or "{}"),
+                                                                int(card.get("timestamp") or card.get("created_at") or 0))
 
     def copy(self) -> FieldIndex:
         return FieldIndex(dict(self.cards))

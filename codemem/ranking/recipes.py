@@ -37,10 +37,12 @@ DEFAULT_SEARCH = SearchConfig(
         # headline and outcome: `Memory.experience` opens it whole); related ones in full.
         experiences=24,
         short_card_chars=300,
-        # A quiet answer: a little evidence under the first, and room for a small memory's
-        # images after it (set by hand, not searched).
-        quiet_first_evidence_chars=4_000,
+        # A quiet answer (nothing related): the three nearest experiences' short cards, each
+        # a reader can open, and room for a small memory's images after them (set by hand,
+        # not searched: an answer with nothing in it should cost a reader little).
+        quiet_first_evidence_chars=0,
         quiet_budget_tokens=8_000,
+        quiet_experiences=3,
     ),
     turns=DEFAULT_TURNS,
 )

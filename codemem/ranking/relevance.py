@@ -66,6 +66,8 @@ class SessionSignals:
     # Each candidate's field-wise matches with the task (`ranking/fields.py`), read from the
     # candidates' cards by the Search (`Searcher.signals`).
     fields: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    # Each candidate's time features (`ranking/time_features.py`), read from the same cards.
+    time: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],

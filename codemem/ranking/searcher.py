@@ -39,6 +39,7 @@ from codemem.ranking.relevance import (
 from codemem.ranking.rrf import rrf
 from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.subjects import SubjectIndex
+from codemem.ranking.time_features import time_matches
 from codemem.ranking.types import Candidate, Ranking
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store import inventory
@@ -175,6 +176,7 @@ class Searcher:
         signals.refs_held = locations.held(refs, keys)
         held = fields.result().cards
         signals.fields = field_matches(text, {k: held[k] for k in keys if k in held})
+        signals.time = time_matches(text, {k: held[k] for k in keys if k in held})
         return signals, items
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:
@@ -268,7 +270,7 @@ def explain(signals: SessionSignals, key: str, ranking: Ranking) -> dict[str, ob
 
 
 # What the per-user card indexes (locations, subjects, releases, dialogue, fields) read of each card.
-CARD_INDEX_COLUMNS = ["session_key", "session_id", "text", "refs", "metadata", "timestamp"]
+CARD_INDEX_COLUMNS = ["session_key", "session_id", "text", "refs", "metadata", "timestamp", "created_at"]
 
 
 def _once(read: Callable[[], T]) -> Callable[[], T]:

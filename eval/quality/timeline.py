@@ -3,6 +3,10 @@ sessions that hold each answer, with BM25 over whole sessions side by side in th
 
     python -m eval.quality.timeline                  # dev projects (eval/data/timeline, split "dev")
     python -m eval.quality.timeline --split heldout  # the held-out projects: scored once, choices fixed
+    python -m eval.quality.timeline --split fresh --data eval/data/timeline-fresh
+        # projects of five styles (coding-assistant chat, agent sessions, notes, commits, team
+        # chat) written after the time features were fixed, by someone who had read neither
+        # the code nor the training projects: scored once
     python -m eval.quality.timeline --calibrate      # fit the quiet model (dev projects + LoCoMo dev)
 
 Data: `eval/data/timeline/*.json` (`python -m eval.quality.timeline_fixtures` writes them). Each
@@ -246,7 +250,7 @@ def calibrate(projects: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--split", default="dev", choices=("dev", "heldout"))
+    p.add_argument("--split", default="dev", choices=("dev", "heldout", "fresh"))
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--calibrate", action="store_true", help="fit the quiet model on the dev split and LoCoMo dev")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a TurnConfig field")
@@ -266,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = [{"system": system, "scope": scope, **summarize([r for r in mine if scope in ("all", r["project"])])}
                    for system, mine in rows.items() for scope in ["all", *[p["project"] for p in projects]]]
         result = {"summary": summary, "config": dataclasses.asdict(config), "questions": rows}
-        out = args.out or RESULTS / ("timeline.json" if args.split == "dev" else "timeline-heldout.json")
+        out = args.out or RESULTS / ("timeline.json" if args.split == "dev" else f"timeline-{args.split}.json")
         for r in summary:
             if r["scope"] == "all":
                 print(json.dumps({k: r[k] for k in ("system", "hit1", "newest_first", "older_marked", "date_shown",

@@ -64,7 +64,9 @@ def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) ->
     assert quiet, "a quiet answer still lists what the memory holds nearby"
     assert all(h.metadata["kind"] == "card" and h.metadata["quiet"] for h in quiet)
     assert all(h.metadata["relevance"] < DEFAULT_SEARCH.calibration.quiet_below for h in quiet)
-    assert len(quiet) <= DEFAULT_SEARCH.answer.experiences
+    # A few short cards, none with evidence: nothing related should cost a reader little.
+    assert len(quiet) <= DEFAULT_SEARCH.answer.quiet_experiences < DEFAULT_SEARCH.answer.experiences
+    assert all(not h.metadata["evidence"] and len(h.content) <= DEFAULT_SEARCH.answer.short_card_chars for h in quiet)
 
 
 def test_an_off_topic_question_to_a_one_experience_memory_is_quiet(memory: Memory) -> None:

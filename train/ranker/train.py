@@ -50,6 +50,8 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
+from codemem.config import Settings
+from codemem.memory import Memory
 from codemem.ranking.features import (
     CANDIDATE_DEPTH,
     FEATURES,
@@ -60,6 +62,8 @@ from codemem.ranking.features import (
 from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import parse_query
+from codemem.ranking.time_features import time_matches
+from codemem.store.schema import key_of
 from eval.replay.fusion import fuse
 from train.ranker.build_data import signals_from
 
@@ -79,7 +83,7 @@ FLOOR_DEPTH = 10
 SELECT_BY = "mrr"
 GRID_FOLDS = 3  # the grid is chosen by holding out the repositories in this many groups
 FIGURES = ("hit@1", "hit@5", "mrr", "useful@1")
-KINDS = ("session", "commit")
+KINDS = ("session", "commit", "project")
 
 
 @dataclass
@@ -95,6 +99,7 @@ class Query:
     bm25: np.ndarray
     cosine: np.ndarray
     related: int  # related experiences in memory (found or not)
+    asked: str = ""  # a project question's kind: "update" (the current value), "when", "before", ...
     trains: bool = True  # False: a check only (`--check-signals`), scored by models that never saw it
 
 
@@ -110,6 +115,8 @@ def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFie
     text = rec["text"]
     if not signals.fields and cards is not None:
         signals.fields = field_matches(text, {k: cards[k] for k in keys if k in cards})
+    if cards is not None:  # dates were never recorded: the cards hold them
+        signals.time = time_matches(text, {k: cards[k] for k in keys if k in cards})
     if not signals.refs_held and locations is not None:
         signals.refs_held = locations.held(dict.fromkeys([*parse_query(text).refs, *ticket_refs(text)]), keys)
     vectors = candidate_features(signals, keys)
@@ -123,30 +130,60 @@ def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFie
                  np.asarray([signals.cosine.get(k, -2.0) for k in keys]), len(labels))
 
 
-def load_sessions(path: Path, trains: bool = True) -> list[Query]:
-    """Every query `build_data` recorded in `path` (one agent's sessions, or a mixed replay)."""
+def load_sessions(path: Path, trains: bool = True, kind: str = "session") -> list[Query]:
+    """Every query `build_data` recorded in `path` (one agent's sessions, or a mixed replay),
+    or `project_data` (dated projects: `kind` "project", each project's style its source)."""
     cards: dict[str, CardFields] = {}
     locations = LocationIndex()
     rows = [json.loads(line) for line in (path / "cards.jsonl").read_text().splitlines()]
-    for card in rows:
-        cards[card["id"]] = CardFields.of(card["text"], card["metadata"])
+    # The replays Added sessions without dates, in the order `cards.jsonl` lists them: each
+    # card's date is its place there (its Add time's order), as the product's would be.
+    for i, card in enumerate(rows, 1):
+        cards[card["id"]] = CardFields.of(card["text"], card["metadata"], card.get("timestamp") or i)
     locations.put({"session_key": c["id"], "refs": c.get("refs", ""), "metadata": c["metadata"]} for c in rows)
     out = []
     for line in (path / "queries.jsonl").read_text().splitlines():
         rec = json.loads(line)
         source = path.name if rec.get("replay") == "mixed" else str(rec.get("agent") or path.name)
-        if (q := _query(rec, "session", source, cards, locations)) is not None:
+        if kind == "project":
+            source = f"project {source}"
+        if (q := _query(rec, kind, source, cards, locations)) is not None:
             q.trains = trains
+            q.asked = str(rec.get("kind") or "")
             out.append(q)
     return out
 
 
-def load_commits(path: Path) -> list[Query]:
-    """Every past-fix query `commit_data` recorded in `path` (fields and references held included)."""
+def load_commits(path: Path, stores: Path | None = None) -> list[Query]:
+    """Every past-fix query `commit_data` recorded in `path` (fields and references held
+    included); the candidates' dates are read from the histories' memories in `stores`
+    (default: `store` beside `path`, as `train.past_fixes.build_data` writes them)."""
+    stores = stores or path.parent / "store"
+    cards: dict[str, dict[str, CardFields]] = {}
     out = []
     for line in (path / "queries.jsonl").read_text().splitlines():
-        if (q := _query(json.loads(line), "commit", "past-fixes")) is not None:
+        rec = json.loads(line)
+        user = str(rec["memory"])
+        if user not in cards:
+            cards[user] = commit_cards(stores, user.removeprefix("pastfixes-"))
+        if (q := _query(rec, "commit", "past-fixes", cards[user])) is not None:
             out.append(q)
+    return out
+
+
+def commit_cards(stores: Path, name: str) -> dict[str, CardFields]:
+    """One history's experiences' card fields, with their dates, by their change's SHA."""
+    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(stores / name), "maintenance.interval_s": 0}))
+    try:
+        rows = memory.store.user_rows(key_of(f"pastfixes-{name}"), "card", ["session_key", "text", "metadata", "timestamp",
+                                                                                 "created_at"])
+    finally:
+        memory.close()
+    out = {}
+    for row in rows:
+        meta = json.loads(str(row["metadata"]) or "{}")
+        # named as `commit_data.open_memory` names them
+        out[str(meta.get("commit") or row["session_key"])] = CardFields.of(str(row["text"]), meta, int(row["timestamp"] or row["created_at"] or 0))
     return out
 
 
@@ -442,6 +479,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--signals", type=Path, action="append", default=[], help="one agent's replayed sessions")
     ap.add_argument("--commits", type=Path, action="append", default=[], help="past-fix tasks over histories")
+    ap.add_argument("--projects", type=Path, action="append", default=[],
+                    help="dated projects whose choices change (`project_data`): the time features' data")
     ap.add_argument("--check-signals", type=Path, action="append", default=[],
                     help="sessions scored by the held-out models but never trained on (an agent whose license "
                          "does not allow shipping a model trained on it)")
@@ -455,10 +494,11 @@ def main(argv: list[str] | None = None) -> None:
     # What the card says it was trained at: read before anything is written.
     at = {"commit": git("rev-parse", "--short", "HEAD"),
           "clean_tree": git("status", "--porcelain", "--untracked-files=no") == ""}
-    files = sorted(p / name for p in [*args.signals, *args.commits] for name in ("queries.jsonl", "cards.jsonl")
+    files = sorted(p / name for p in [*args.signals, *args.commits, *args.projects] for name in ("queries.jsonl", "cards.jsonl")
                    if (p / name).exists())
     hashes = {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
-    every = [q for p in args.signals for q in load_sessions(p)] + [q for p in args.commits for q in load_commits(p)]
+    every = ([q for p in args.signals for q in load_sessions(p)] + [q for p in args.commits for q in load_commits(p)]
+             + [q for p in args.projects for q in load_sessions(p, kind="project")])
     checks = [q for p in args.check_signals for q in load_sessions(p, trains=False)]
     data = data_summary(every) | {"checks": dict(sorted(Counter(q.source for q in checks).items()))}
     print(json.dumps(data), flush=True)
@@ -478,9 +518,12 @@ def main(argv: list[str] | None = None) -> None:
         by_kind[kind] = scored_table(qs, [held[i] for i in sub])
         gain[kind] = paired_gain(qs, [held[i] for i in sub], [q.fused for q in qs])
     by_source = {}
-    for source in sorted({q.source for q in every if q.kind == "session"}):
+    for source in sorted({q.source for q in every if q.kind in ("session", "project")}):
         sub = [i for i in idx if every[i].source == source]
         by_source[source] = scored_table([every[i] for i in sub], [held[i] for i in sub])
+    for asked in sorted({q.asked for q in every if q.kind == "project"}):  # update: hit@1 is newest first
+        sub = [i for i in idx if every[i].kind == "project" and every[i].asked == asked]
+        by_source[f"project questions: {asked}"] = scored_table([every[i] for i in sub], [held[i] for i in sub])
     for source in sorted({q.source for q in checks}):
         sub = [i for i in ranked(checks) if checks[i].source == source]
         by_source[f"{source} (check: never trained on)"] = scored_table([checks[i] for i in sub],

@@ -28,7 +28,7 @@ from codemem.experience.memo import TextMemo
 from codemem.experience.recognising import reasoning
 from codemem.experience.recognising.events import Event
 from codemem.experience.recognising.message import recognise_events
-from codemem.experience.types import CONVERSATION, Experience, ExperienceCard
+from codemem.experience.types import CONVERSATION, SAID, Experience, ExperienceCard
 from codemem.timeline.index import FACTS, facts_metadata
 
 TASK_WORDS = 300
@@ -39,6 +39,8 @@ MAX_READ_FILES = 30
 MAX_MENTIONED = 10
 MAX_FINAL_DIFF = 8000
 CONVERSATION_OUTCOME = "a conversation: no code read, edited or run"
+SAID_WORDS = 2_000
+_SAID_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#-]{2,}")
 _TRIVIAL_COMMANDS = frozenset(
     "ls pwd cd find grep rg cat head tail wc echo which tree file stat mkdir true sleep clear "
     "whoami env date type du df nl less".split()
@@ -233,6 +235,9 @@ def _conversation_experience(messages: Sequence[Message], task: str, max_chars: 
     stated = facts_metadata([_message_text(m) for m in messages], [getattr(m, "timestamp", None) for m in messages])
     if stated:
         metadata[FACTS] = stated
+    # Its card holds only the opening; what the whole session talked about is read from its
+    # words (the relevance model's time features compare sessions by them, `ranking/time_features.py`).
+    metadata[SAID] = sorted({w.lower() for m in messages for w in _SAID_WORD.findall(_message_text(m))})[:SAID_WORDS]
     return Experience(card=msgspec.structs.replace(card, text=text), terms=_terms(task, [], [], []),
                       metadata=metadata)
 
