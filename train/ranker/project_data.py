@@ -43,8 +43,9 @@ def labels(question: dict[str, Any], project: str) -> dict[str, int]:
     return out
 
 
-def replay(project: dict[str, Any], memory: Memory, out: Any, cards_out: Any) -> int:
-    name = str(project["project"])
+def replay(project: dict[str, Any], name: str, memory: Memory, out: Any, cards_out: Any) -> int:
+    """Add `project`'s sessions into its own memory (user `project:<name>`), search each of its
+    questions there, and write the rows; the number of questions."""
     style = str(project.get("style") or "team")
     user = f"project:{name}"
     names: dict[str, str] = {}
@@ -87,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
             project = json.loads(f.read_text())
             if project.get("split") not in TRAINING_SPLITS:
                 raise SystemExit(f"{f}: split {project.get('split')!r} is not training data ({', '.join(TRAINING_SPLITS)})")
-            n = replay(project, memory, out, cards_out)
-            summary["projects"][project["project"]] = {"file": str(f), "style": project.get("style") or "team",
+            # Two folders may each hold a project of one name: the second is told apart by its file.
+            name = str(project["project"])
+            name = name if name not in summary["projects"] else f"{name}-{f.stem}"
+            n = replay(project, name, memory, out, cards_out)
+            summary["projects"][name] = {"file": str(f), "style": project.get("style") or "team",
                                                        "sessions": len(project["sessions"]), "questions": n}
             print(f"{f.name}: {n} questions", flush=True)
     (args.out / "queries.part").rename(args.out / "queries.jsonl")
