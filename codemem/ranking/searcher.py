@@ -39,7 +39,7 @@ from codemem.ranking.relevance import (
 from codemem.ranking.rrf import rrf
 from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.subjects import SubjectIndex
-from codemem.ranking.time_features import time_matches
+from codemem.ranking.time_features import ASKS_CURRENT, covered_by, time_matches
 from codemem.ranking.types import Candidate, Ranking
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store import inventory
@@ -104,7 +104,7 @@ class Searcher:
             # A conversation is as close to the question as its closest turn: the model, which
             # never saw a conversation, does not weigh its sessions (`timeline/turns.py`).
             return turns.answer(text, items, session_scores(items), max(signals.cosine.values(), default=0.0), dialogue,
-                                self.store.by_ids, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
+                                self.store.by_ids, self.store.vectors, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
                                 config.turns, quiet=config.calibration.quiet_below > 0)
         # Like quietness, judged for experiences of work, not for people talking (above).
         if config.calibration.empty_when_unrelated and nothing_related(
@@ -124,6 +124,10 @@ class Searcher:
             # its card is read, so only such answers are built twice.
             hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why,
                                 related={g.session_key for g in groups})
+        if ASKS_CURRENT.search(text):
+            held = self.indexes.fields.get(user_key, cards, version).cards
+            answered = {g.session_key: held[g.session_key] for g in groups if g.session_key in held}
+            _mark_superseded(hits, req.user_id, covered_by(text, answered), related)
         return name_matched_commits(hits, text)
 
     @property
@@ -249,6 +253,17 @@ class Searcher:
         if record is None:
             raise NotFound(f"no experience {session_id!r} in the memory of {user_id!r}")
         return record
+
+
+def _mark_superseded(hits: list[Hit], user_id: str, covered: dict[str, str], related: set[str]) -> None:
+    """For a question about the current state: an experience whose words of the question a
+    newer related one of the answer holds, all of them, is marked `superseded_by` it (its
+    session and date). Ordering is the model's (its time features); this only says why."""
+    by_key = {key_of(user_id, h.session_id): h for h in hits if h.metadata.get("kind") == "card"}
+    for key, newer in covered.items():
+        if key in by_key and newer in by_key and newer in related:
+            later = by_key[newer]
+            by_key[key].metadata["superseded_by"] = {"session_id": later.session_id, "date": later.created_at[:10]}
 
 
 def explain(signals: SessionSignals, key: str, ranking: Ranking) -> dict[str, object]:

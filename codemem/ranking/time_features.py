@@ -38,6 +38,20 @@ ASKS_TIME = re.compile(r"\b(when|first|last|before|after|earlier|later|since|unt
                        r"what year|what month|ago|recently|previous|originally)\b", re.I)
 
 
+def covered_by(text: str, cards: Mapping[str, CardFields]) -> dict[str, str]:
+    """For each candidate that holds some of the question's words, the newest later candidate
+    whose card holds every one of them (what it said of the question's subject, said again
+    later), by session key."""
+    query = words(text)
+    held = {key: query & card.text for key, card in cards.items()}
+    out = {}
+    for key, mine in held.items():
+        later = [k for k, theirs in held.items() if mine and cards[k].ms > cards[key].ms and mine <= theirs]
+        if later:
+            out[key] = max(later, key=lambda k: (cards[k].ms, k))
+    return out
+
+
 def time_matches(text: str, cards: Mapping[str, CardFields]) -> dict[str, tuple[float, ...]]:
     """Per candidate of `cards` (session key -> its card's fields and date), in `TIME_FEATURES` order."""
     if not cards:

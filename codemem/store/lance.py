@@ -336,6 +336,13 @@ class Store:
             return []
         return [Candidate(id=r["id"], score=0.0, fields=r) for r in self.rows(f"id IN ({quoted})")]
 
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """The vectors of these items, by id (those that have one)."""
+        if not (quoted := id_list(ids)):
+            return {}
+        return {str(r["id"]): np.asarray(r["vector"], dtype=np.float32)
+                for r in self.rows(f"id IN ({quoted}) AND has_vector", ["id", "vector"])}
+
     def fts(self, text: str, user_key: str, limit: int, column: str = "text") -> list[Candidate]:
         """BM25 over `column` ("text", or "refs" for code-reference keys) of one user's items."""
         if not text.strip():

@@ -5,15 +5,14 @@ answer to a question is a statement in one turn, and a card per session would sp
 reader's window on whole sessions. Here each candidate turn is scored by the retrievers'
 fused item score (`ranking/rrf.py`) and its session's (its best turn's), then:
 
-- a question about the current state ("now", "currently", "latest", "still") puts a turn
-  whose fact a later statement replaced after its replacement, and every question keeps a
-  replacement found among the candidates ahead of what it replaced (newest first); a turn
-  is replaced where a later statement replaces a fact it states, or where a later
-  session's change names a value the turn names; a question about now that names a
-  replaced value gets the latest statement of that chain first;
-- a turn that states a choice (`facts.py`) of the question's subject is lifted above turns
-  that only mention the subject (`TurnConfig.fact_boost`); where no candidate's choice is
-  named by the question, a turn stating a change in words the question shares is;
+- a turn is superseded where a turn of a later session among the candidates reads as a
+  decision (`decisions.py`, a learned reader, not phrasings) and is close to it in meaning
+  (the cosine of their stored vectors at least `TurnConfig.supersede_cosine`, chosen on the
+  training projects); the latest of such a chain is the current one. A replacement goes
+  ahead of what it replaced (newest first), and a question about the current state ("now",
+  "still", "latest": `ranking/time_features.ASKS_CURRENT`) also discounts the replaced turn;
+- a turn that reads as a decision and shares the question's words is lifted above turns that
+  only mention the subject (`TurnConfig.decision_boost`);
 - turns are chosen greedily, each pick's score discounted per turn already chosen from its
   session (a maximal-marginal-relevance choice by session; `TurnConfig.session_discount`,
   and `time_discount` for a question about when, first, last, before or after), so that an
@@ -22,7 +21,8 @@ fused item score (`ranking/rrf.py`) and its session's (its best turn's), then:
   the dev questions by `python -m eval.quality.timeline --calibrate`) gets a quiet answer: its
   first few turns only, marked `quiet`;
 - each item is `[date] text`, with its relative dates resolved against the session's date
-  and, where superseded, the session and date that replaced it (also in `metadata`).
+  and, where superseded, the session, date and words of the decision that replaced it (also
+  in `metadata`).
 """
 
 from __future__ import annotations
@@ -30,25 +30,23 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from codemem import times
 from codemem.clip import clip_middle
 from codemem.contract.types import ContentPart, Hit
 from codemem.ranking.shape import within_budget
+from codemem.ranking.time_features import ASKS_CURRENT, ASKS_TIME
 from codemem.ranking.types import Candidate
 from codemem.timeline.dates import day_of, resolve
-from codemem.timeline.facts import Fact, facts
-from codemem.timeline.index import DialogueIndex, Stated
+from codemem.timeline.decisions import packaged as decision_reader
+from codemem.timeline.index import DialogueIndex
 
 _ENCODER = msgspec.json.Encoder()
-_CURRENT = re.compile(r"\b(now|currently|current|latest|still|these days|at the moment|today|anymore|any more|"
-                      r"right now|presently|nowadays|most recent|newest|switched|changed|replaced)\b", re.I)
-_TIME = re.compile(r"\b(when|first|last|before|after|earlier|later|since|until|how long|what date|which date|"
-                   r"what year|what month|ago|recently|previous|originally)\b", re.I)
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.-]*[a-z0-9+#]|[a-z0-9]", re.I)
 _STOPWORDS = frozenset("""a an the and or but of to in on at for with by from as is are was were be been being do does did
 have has had what which who whom whose when where why how that this these those it its we our us you your they
@@ -70,7 +68,10 @@ class TurnConfig:
     session_discount: float = 1.0
     time_discount: float = 1.0  # ... when the question is about time
     superseded_factor: float = 0.35  # a superseded turn's score, times this, for a question about now
-    fact_boost: float = 0.5  # a turn stating a choice of the question's subject: its score times 1 + this
+    decision_boost: float = 0.5  # a decision sharing the question's words: its score times 1 + this
+    # A later decision this close (cosine of the two turns' vectors) supersedes a turn; chosen on
+    # the training projects (`python -m eval.quality.timeline --choose-supersession`).
+    supersede_cosine: float = 0.6
     neighbour_weight: float = 0.0  # a turn gains this share of the score of the turn before it (a reply to what matched)
     max_turn_chars: int = 1_500
     # Quiet (nothing in memory on the subject): P(present) = sigmoid(bias + cosine * the best
@@ -122,16 +123,20 @@ class _Turn:
     row: dict[str, Any]
     score: float
     ms: int
-    superseded: tuple[Stated, Stated] | None = None
-    facts: list[Fact] = field(default_factory=list)
+    vector: np.ndarray | None = None
+    decision: bool = False
+    # The first later decision that replaced it, and the latest of that chain.
+    superseded: tuple[_Turn, _Turn] | None = None
 
 
 def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[str, float], best_cosine: float,
-           index: DialogueIndex, read: Callable[[list[str]], list[Candidate]], user_id: str, top_k: int,
+           index: DialogueIndex, read: Callable[[list[str]], list[Candidate]],
+           vectors: Callable[[list[str]], Mapping[str, np.ndarray]], user_id: str, top_k: int,
            budget_tokens: int, max_bytes: int, config: TurnConfig = DEFAULT_TURNS, quiet: bool = True) -> list[Hit]:
     """The answer's items, best first: dated turns of the conversations among `items`
     (the retrievers' fused items, best first); only the first few, marked quiet, when the
-    subject seems absent (unless `quiet` is off: a search configured never to be quiet)."""
+    subject seems absent (unless `quiet` is off: a search configured never to be quiet).
+    `read` fetches rows by id, `vectors` their stored vectors."""
     best_session = max(session_scores.values(), default=0.0) or 1.0
     chosen = [c for c in items if c.fields.get("kind") == "message" and index.conversation(str(c.fields["session_key"]))]
     chosen = chosen[: config.candidates]
@@ -153,15 +158,13 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
     covered = coverage(question, [str(t.row["text"]) for t in ordered[: config.coverage_turns]])
     present = present_probability(best_cosine, covered, config)
     silent = quiet and present < config.quiet_below
-    _mark_superseded(turns, index)
-    _boost_facts(turns, words(question), config.fact_boost)
-    current = bool(_CURRENT.search(question))
-    _newest_first(turns, current, config)
-    if current:
-        _named_current_first(turns, question, index)
-    discount = config.time_discount if _TIME.search(question) else config.session_discount
+    _read_decisions(turns, vectors)
+    _mark_superseded(turns, config.supersede_cosine)
+    _boost_decisions(turns, words(question), config.decision_boost)
+    _newest_first(turns, bool(ASKS_CURRENT.search(question)), config)
+    discount = config.time_discount if ASKS_TIME.search(question) else config.session_discount
     picked = _diversify(turns, discount, min(top_k, config.quiet_turns) if silent else top_k)
-    hits = [_hit(t, index, config) for t in picked]
+    hits = [_hit(t, config) for t in picked]
     if silent:  # what is nearest, in case the calibration is wrong, and little of it
         for h in hits:
             h.metadata["quiet"] = True
@@ -182,64 +185,59 @@ def _lift_replies(turns: Sequence[_Turn], weight: float) -> None:
         t.score += weight * before.get((key, chunk, position - 1), 0.0)
 
 
-def _mark_superseded(turns: Sequence[_Turn], index: DialogueIndex) -> None:
-    """A turn is superseded where a later statement replaces a fact it states, or else where
-    a later session's change names a value it names as replaced (`DialogueIndex.replaced_named`)."""
+def _read_decisions(turns: Sequence[_Turn], vectors: Callable[[list[str]], Mapping[str, np.ndarray]]) -> None:
+    """Each turn's stored vector, and whether it reads as a decision (`decisions.py`)."""
+    held = vectors([str(t.row["id"]) for t in turns])
+    with_vector = [t for t in turns if str(t.row["id"]) in held]
+    for t in with_vector:
+        t.vector = held[str(t.row["id"])]
+    if with_vector:
+        read = decision_reader().decides([str(t.row["text"]) for t in with_vector],
+                                         np.stack([t.vector for t in with_vector if t.vector is not None]))
+        for t, decides in zip(with_vector, read, strict=True):
+            t.decision = bool(decides)
+
+
+def _mark_superseded(turns: Sequence[_Turn], cosine: float) -> None:
+    """A turn is superseded by the first decision of a later session among the candidates
+    whose vector is at least `cosine` close to its own; the chain goes on from that decision
+    to the next later one as close to it, and the last is the current one."""
+    decisions = sorted((t for t in turns if t.decision and t.vector is not None), key=lambda t: t.ms)
     for t in turns:
-        text, key = str(t.row["text"]), str(t.row["session_key"])
-        t.facts = facts(text)
-        for fact in t.facts:
-            if fact.value and (found := index.superseded(fact, t.ms, key)) is not None:
-                t.superseded = found
-                break
-        if t.superseded is None:
-            t.superseded = index.replaced_named(text, t.ms, key)
+        if t.vector is None:
+            continue
+        key = str(t.row["session_key"])
+        first = next((d for d in decisions if d.ms > t.ms and str(d.row["session_key"]) != key
+                      and float(d.vector @ t.vector) >= cosine), None)  # type: ignore[operator]
+        if first is None:
+            continue
+        latest = first
+        for d in decisions:
+            if d.ms > latest.ms and str(d.row["session_key"]) != str(latest.row["session_key"]) \
+                    and float(d.vector @ latest.vector) >= cosine:  # type: ignore[operator]
+                latest = d
+        t.superseded = (first, latest)
 
 
-def _boost_facts(turns: Sequence[_Turn], asked: set[str], boost: float) -> None:
-    """A turn that states a choice whose subject or value the question names is what a
-    question about a choice asks for, more than a turn that only mentions the subject.
-    Where no candidate's choice is named so (the question calls the subject by other words
-    than the statement it was read from), a turn that states a change (a value and the one
-    it replaces) in words the question shares is lifted instead."""
-    named = [t for t in turns if any(words(" ".join((f.subject, f.value, f.replaces))) & asked for f in t.facts)]
-    if not named:
-        named = [t for t in turns if any(f.value and f.replaces for f in t.facts) and words(str(t.row["text"])) & asked]
-    for t in named:
-        t.score *= 1 + boost
+def _boost_decisions(turns: Sequence[_Turn], asked: set[str], boost: float) -> None:
+    """A turn that reads as a decision in words the question shares is what a question about
+    a choice asks for, more than a turn that only mentions the subject."""
+    for t in turns:
+        if t.decision and words(str(t.row["text"])) & asked:
+            t.score *= 1 + boost
 
 
 def _newest_first(turns: Sequence[_Turn], current: bool, config: TurnConfig) -> None:
-    """A superseded turn goes below the candidate turns of the sessions that replaced it; for
-    a question about now, its score is also discounted."""
-    by_session: dict[str, list[_Turn]] = {}
-    for t in turns:
-        by_session.setdefault(str(t.row["session_key"]), []).append(t)
+    """A superseded turn goes below the decisions that replaced it; for a question about now,
+    its score is also discounted."""
     for t in turns:
         if t.superseded is None:
             continue
         if current:
             t.score *= config.superseded_factor
-        for stated in t.superseded:
-            stated_words = {stated.fact.value, stated.fact.replaces} - {""}
-            for other in by_session.get(stated.session_key, []):
-                text = str(other.row["text"]).lower()
-                if other.superseded is None and any(v in text for v in stated_words) and other.score <= t.score:
-                    other.score = t.score * 1.001
-
-
-def _named_current_first(turns: Sequence[_Turn], question: str, index: DialogueIndex) -> None:
-    """A question about now that names a value a change replaced (or one that replaced it)
-    is answered first by the latest statement of that chain: its turns that state the
-    current value go to the top."""
-    latest = index.current_of_named(question)
-    if not latest:
-        return
-    top = max(t.score for t in turns)
-    for stated in latest:
-        for t in turns:
-            if str(t.row["session_key"]) == stated.session_key and any(f == stated.fact for f in t.facts):
-                t.score = top * 1.001
+        for later in t.superseded:
+            if later.superseded is None and later.score <= t.score:
+                later.score = t.score * 1.001
 
 
 def _diversify(turns: Sequence[_Turn], discount: float, top_k: int) -> list[_Turn]:
@@ -259,7 +257,7 @@ def _diversify(turns: Sequence[_Turn], discount: float, top_k: int) -> list[_Tur
     return picked
 
 
-def _hit(t: _Turn, index: DialogueIndex, config: TurnConfig) -> Hit:
+def _hit(t: _Turn, config: TurnConfig) -> Hit:
     row = t.row
     text, omitted = clip_middle(str(row["text"]), config.max_turn_chars)
     day = day_of(t.ms).isoformat()
@@ -272,13 +270,10 @@ def _hit(t: _Turn, index: DialogueIndex, config: TurnConfig) -> Hit:
         notes.append("; ".join(f'"{r.phrase}" = {r.label()}' for r in resolved))
     if t.superseded is not None:
         first, latest = t.superseded
-        meta["superseded_by"] = {"session_id": first.session_id, "date": day_of(first.ms).isoformat(),
-                                 "value": first.fact.value or None}
+        meta["superseded_by"] = _decision(first)
         if latest is not first:
-            meta["current"] = {"session_id": latest.session_id, "date": day_of(latest.ms).isoformat(),
-                               "value": latest.fact.value or None}
-        now = latest.fact.value or "dropped"
-        notes.append(f"superseded on {day_of(first.ms).isoformat()}: now {now}")
+            meta["current"] = _decision(latest)
+        notes.append(f"superseded on {day_of(first.ms).isoformat()}: {clip_middle(str(latest.row['text']), DECISION_CHARS)[0]}")
     if omitted:
         meta["omitted_chars"] = omitted
     content: str | list[ContentPart] = f"[{day}] {text}" + (f" ({'; '.join(notes)})" if notes else "")
@@ -289,6 +284,15 @@ def _hit(t: _Turn, index: DialogueIndex, config: TurnConfig) -> Hit:
     meta["stored_at"] = times.iso(int(row["created_at"]))
     return Hit(id=str(row["id"]), content=content, score=round(t.score, 6), created_at=times.iso(t.ms),
                session_id=str(row["session_id"]), metadata=meta)
+
+
+DECISION_CHARS = 200  # of a superseding decision's words quoted in a note
+
+
+def _decision(t: _Turn) -> dict[str, object]:
+    """A superseding decision as metadata: its session, day, item id and words."""
+    return {"session_id": str(t.row["session_id"]), "date": day_of(t.ms).isoformat(), "id": str(t.row["id"]),
+            "text": clip_middle(str(t.row["text"]), DECISION_CHARS)[0]}
 
 
 def _size(hit: Hit) -> int:

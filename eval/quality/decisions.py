@@ -1,7 +1,10 @@
 """Decisions read: a suite of sentences that state a project decision and of sentences that
 decide nothing (many of them look-alikes: travel, mail, rota swaps, proposals), scored by the
-reading the timeline's supersession runs on (`codemem/timeline/facts.py`: a sentence is read
-as a decision where it states a fact, a choice or a change of one).
+learned reader the timeline's supersession runs on (`codemem/timeline/decisions.py`), each
+sentence embedded as a stored turn is.
+
+`decisions-phrases.json` is the same suite scored by the phrase readings the reader replaced
+(`timeline/facts.py`, at 0617124, the last commit that had them).
 
     python -m eval.quality.decisions [--suite FILE]     # eval/results/decisions.json
 
@@ -19,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from codemem.timeline.facts import facts
+from codemem.config import Embedding
+from codemem.embedding import MiniLMEmbedder
+from codemem.timeline.decisions import packaged
 from eval._paths import RESULTS
 from eval._provenance import provenance, write_result
 
@@ -40,12 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = [json.loads(line) for line in args.suite.read_text().splitlines() if line.strip()]
     texts = [str(r["text"]) for r in rows]
     labels = np.asarray([int(r["label"]) for r in rows])
-    read = np.asarray([bool(facts(t)) for t in texts])
+    reader = packaged()
+    p = reader.probabilities(texts, MiniLMEmbedder().embed(texts, Embedding().max_tokens))
+    read = p >= reader.threshold
     result: dict[str, Any] = {
         "suite": str(args.suite), "decisions": int(labels.sum()), "non_decisions": int(len(labels) - labels.sum()),
         "targets": {"decisions_read": ">= 0.90", "non_decisions_read": "<= 0.05"},
-        "read": rates(read, labels),
-        "misread": [{"text": t, "label": int(y)} for t, y, r in zip(texts, labels, read, strict=True) if bool(r) != bool(y)],
+        "read": rates(read, labels) | {"threshold": reader.threshold},
+        "misread": [{"text": t, "label": int(y), "p": round(float(q), 3)}
+                    for t, y, q, r in zip(texts, labels, p, read, strict=True) if bool(r) != bool(y)],
     }
     out = write_result(args.out, result, prov, indent=1)
     print(json.dumps({k: result[k] for k in ("decisions", "non_decisions", "read")}, indent=1))

@@ -60,6 +60,7 @@ from eval.replay.baselines import Bm25Index, Doc, Tokenizer
 from eval.replay.metrics import CHARS_PER_TOKEN, content_text
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "timeline"
+TRAINING_PROJECTS = Path(__file__).resolve().parents[2] / "train" / "ranker" / "projects"
 TOP_K = 100
 WINDOW = 2_000  # tokens
 
@@ -139,6 +140,8 @@ def score(project: dict[str, Any], answers: dict[str, Answer]) -> list[dict[str,
                      if s in related and s != q["sessions"][0] and any(v in a.texts[i].lower() for v in values)]
             row["older_returned"] = bool(older)
             row["older_marked"] = bool(older) and all(a.superseded[i] for i in older)
+            # The newest session's own items marked superseded: a false mark.
+            row["current_marked"] = any(a.superseded[i] for i, s in enumerate(a.sessions) if s == q["sessions"][0])
         if q["kind"] == "when":
             text = next((t for s, t in zip(a.sessions, a.texts, strict=True) if s in gold), "")
             row["date_shown"] = q["date"] in text or (q["date"] == dates[q["sessions"][0]] and bool(text))
@@ -177,16 +180,45 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(projects: list[dict[str, Any]], config: TurnConfig) -> dict[str, list[dict[str, Any]]]:
+    return run_configs(projects, [config])[0]
+
+
+def run_configs(projects: list[dict[str, Any]], configs: Sequence[TurnConfig]) -> list[dict[str, list[dict[str, Any]]]]:
+    """Each config's rows (codemem's, and BM25's beside them), the projects Added once."""
     tok = Tokenizer()
-    rows: dict[str, list[dict[str, Any]]] = {"codemem": [], "bm25-sessions": []}
+    out: list[dict[str, list[dict[str, Any]]]] = [{"codemem": [], "bm25-sessions": []} for _ in configs]
     with tempfile.TemporaryDirectory() as tmp, Memory(Settings().replace({"storage.data_dir": tmp, "maintenance.interval_s": 0})) as memory:
-        memory.search_config = memory.search_config.replace({"turns": config})
-        for p in projects:
-            user = ingest(memory, p)
-            answers = {q["question"]: codemem_answer(memory, user, q["question"]) for q in p["questions"]}
-            rows["codemem"] += score(p, answers)
-            rows["bm25-sessions"] += score(p, bm25_answers(p, tok))
-    return rows
+        users = [ingest(memory, p) for p in projects]
+        for rows, config in zip(out, configs, strict=True):
+            memory.search_config = memory.search_config.replace({"turns": config})
+            for p, user in zip(projects, users, strict=True):
+                answers = {q["question"]: codemem_answer(memory, user, q["question"]) for q in p["questions"]}
+                rows["codemem"] += score(p, answers)
+                rows["bm25-sessions"] += score(p, bm25_answers(p, tok))
+    return out
+
+
+SUPERSEDE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def choose_supersession(projects: list[dict[str, Any]]) -> dict[str, Any]:
+    """`TurnConfig.supersede_cosine` on the training projects: the grid point that maximises
+    newest first + older values marked - current values marked (shares of the update
+    questions), rule written before the grid was run."""
+    figures = {}
+    for cosine, rows in zip(SUPERSEDE_GRID, run_configs(projects, [dataclasses.replace(DEFAULT_TURNS, supersede_cosine=c)
+                                                                      for c in SUPERSEDE_GRID]), strict=True):
+        updates = [r for r in rows["codemem"] if r["kind"] == "update"]
+        returned = [r for r in updates if r["older_returned"]]
+        newest = sum(r["newest_first"] for r in updates) / max(len(updates), 1)
+        marked = sum(r["older_marked"] for r in returned) / max(len(returned), 1)
+        current = sum(r["current_marked"] for r in updates) / max(len(updates), 1)
+        figures[cosine] = {"newest_first": round(newest, 4), "older_marked": round(marked, 4),
+                           "current_marked": round(current, 4), "objective": round(newest + marked - current, 4),
+                           "updates": len(updates)}
+    best = max(figures, key=lambda c: figures[c]["objective"])
+    return {"supersede_cosine": best, "grid": {str(c): f for c, f in figures.items()},
+            "projects": [p["project"] for p in projects]}
 
 
 # -- calibration ------------------------------------------------------------------------------
@@ -253,14 +285,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--split", default="dev", choices=("dev", "heldout", "fresh"))
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--calibrate", action="store_true", help="fit the quiet model on the dev split and LoCoMo dev")
+    p.add_argument("--choose-supersession", action="store_true",
+                   help="choose TurnConfig.supersede_cosine on the training projects (the fixtures and train/ranker/projects)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a TurnConfig field")
     p.add_argument("--out", type=Path, help="default eval/results/timeline[-heldout|-quiet].json")
     args = p.parse_args(argv)
     prov = provenance("eval.quality.timeline", argv)
     projects = load("dev" if args.calibrate else args.split, args.data)
     t0 = time.perf_counter()
-    if args.calibrate:
-        result: dict[str, Any] = {"calibration": calibrate(projects)}
+    result: dict[str, Any]
+    if args.choose_supersession:
+        projects = [*load("dev", args.data), *load("heldout", args.data), *load("train", TRAINING_PROJECTS)]
+        for i, p in enumerate(projects):  # two folders may each hold a project of one name
+            if any(other["project"] == p["project"] for other in projects[:i]):
+                p["project"] = f"{p['project']}-{i}"
+        result = {"supersession": choose_supersession(projects)}
+        out = args.out or RESULTS / "timeline-supersession.json"
+        print(json.dumps(result["supersession"], indent=1))
+    elif args.calibrate:
+        result = {"calibration": calibrate(projects)}
         out = args.out or RESULTS / "timeline-quiet.json"
     else:
         fields = {f.name: f.type for f in dataclasses.fields(TurnConfig)}
@@ -275,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if r["scope"] == "all":
                 print(json.dumps({k: r[k] for k in ("system", "hit1", "newest_first", "older_marked", "date_shown",
                                                     "multi_recall2k", "multi_recall10", "absent_tokens_ratio", "absent_quiet", "answered_quiet")}))
-    result = {"split": "dev" if args.calibrate else args.split, "projects": [p["project"] for p in projects],
+    result = {"split": "training" if args.choose_supersession else "dev" if args.calibrate else args.split, "projects": [p["project"] for p in projects],
               "wall_s": round(time.perf_counter() - t0, 1), **result}
     out = write_result(out, result, prov, indent=1)
     if args.calibrate:

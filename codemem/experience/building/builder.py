@@ -29,7 +29,6 @@ from codemem.experience.recognising import reasoning
 from codemem.experience.recognising.events import Event
 from codemem.experience.recognising.message import recognise_events
 from codemem.experience.types import CONVERSATION, SAID, Experience, ExperienceCard
-from codemem.timeline.index import FACTS, facts_metadata
 
 TASK_WORDS = 300
 ROOT_CAUSES = 3
@@ -230,11 +229,6 @@ def _conversation_experience(messages: Sequence[Message], task: str, max_chars: 
     text = render_conversation(task, len(messages), min(stamps) if stamps else None,
                                max(stamps) if stamps else None, max_chars)
     metadata: dict[str, object] = {CONVERSATION: True}
-    # What its turns state (choices and what they replace), with their times: a later
-    # session's statement marks an earlier one superseded (`codemem/timeline/`).
-    stated = facts_metadata([_message_text(m) for m in messages], [getattr(m, "timestamp", None) for m in messages])
-    if stated:
-        metadata[FACTS] = stated
     # Its card holds only the opening; what the whole session talked about is read from its
     # words (the relevance model's time features compare sessions by them, `ranking/time_features.py`).
     metadata[SAID] = sorted({w.lower() for m in messages for w in _SAID_WORD.findall(_message_text(m))})[:SAID_WORDS]
