@@ -43,7 +43,12 @@ FILE_LABELS: dict[str, str] = {
     "locomo.json": "in-sample",
     "timeline.json": "in-sample",
     "timeline-quiet.json": "held-out",
-    "timeline-heldout.json": "validation",
+    # osprey and wren, held out until issue 41 chose the supersession cosine on them.
+    "timeline-heldout.json": "in-sample",
+    "timeline-supersession.json": "training",
+    "timeline-fresh.json": "validation",
+    "decisions.json": "validation",
+    "decisions-phrases.json": "validation",
     "staleness-ripgrep.json": "validation",
     "staleness-caddy.json": "validation",
     "experience_stats.json": "measurement",
@@ -258,10 +263,20 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "codemem {:.2f}, BM25 over turns {:.2f}".format(
                *(next(s for s in r["summary"] if s["system"] == name and s["scope"] == "all")["recall_2k"]
                  for name in ("codemem", "bm25-turns")))),
-    Figure("timeline.json", "Project chat over time, dev (5 projects): session hit@1; newest first on updates; older values marked",
+    Figure("timeline-fresh.json", "Project memory over time, fresh (5 projects: coding-assistant chat, agent sessions, notes, "
+           "commits, team chat; written after the design was fixed, scored once): session hit@1; newest first on updates; "
+           "older values marked", timeline),
+    Figure("timeline.json", "the same, dev (5 projects; training data since issue 41)", timeline),
+    Figure("timeline-heldout.json", "the same, osprey and wren (held out until issue 41 chose the supersession cosine on them)",
            timeline),
-    Figure("timeline-heldout.json", "the same, held out: osprey and wren, written independently of the code before any scoring on them",
-           timeline),
+    Figure("timeline-supersession.json", "the supersession cosine, chosen on the training projects' update questions",
+           lambda r: "{} ({} questions): newest first {}, older values marked {}, current values marked {}".format(
+               r["supersession"]["supersede_cosine"], *(r["supersession"]["grid"][str(r["supersession"]["supersede_cosine"])][k]
+                                                        for k in ("updates", "newest_first", "older_marked", "current_marked")))),
+    Figure("decisions.json", "decision reader on 85 decisions and 84 look-alikes (targets >= 0.90 and <= 0.05)",
+           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+    Figure("decisions-phrases.json", "the phrase readings it replaced, same suite",
+           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
     Figure("timeline-quiet.json", "quiet on an absent subject, out of fold (565 dev questions, 48 absent)",
            lambda r: "answered kept {:.3f}, absent quiet {:.3f}".format(
                r["calibration"]["out_of_fold"]["present_kept"], r["calibration"]["out_of_fold"]["absent_quiet"])),

@@ -28,6 +28,7 @@ from codemem.experience.types import CONVERSATION, SAID
 from codemem.ranking.card_indexes import CardIndex
 from codemem.ranking.merged import merged_of
 from codemem.ranking.query import IGNORED
+from codemem.times import source_ms
 
 FIELDS = ("title", "task", "diff", "errors", "files", "merged", "words")
 
@@ -80,7 +81,7 @@ class CardFields:
                    files=words(sections.get("Edited", "") + "\n" + sections.get("Also read", "")),
                    merged=words("\n".join(subject for _, subject in merged_of(meta, text))),
                    conversation=bool(meta.get(CONVERSATION)), ms=ms,
-                   text=words(text) | words(" ".join(str(w) for w in meta.get(SAID) or ())))
+                   text=words(text) | words(" ".join(str(w) for w in said) if isinstance(said := meta.get(SAID), list) else ""))
 
     @property
     def every(self) -> frozenset[str]:
@@ -99,7 +100,7 @@ class FieldIndex(CardIndex):
         for card in cards:
             self.cards[str(card["session_key"])] = CardFields.of(str(card.get("text") or ""),
                                                                 str(card.get("metadata") or "{}"),
-                                                                int(card.get("timestamp") or card.get("created_at") or 0))
+                                                                source_ms(card) if "created_at" in card else 0)
 
     def copy(self) -> FieldIndex:
         return FieldIndex(dict(self.cards))

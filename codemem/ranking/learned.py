@@ -5,8 +5,10 @@ package data (`models/ranker.txt`, its card `models/ranker.json`, trained by
 It scores the candidate experiences (`features.candidates`) and maps each score to P(related)
 with the Platt calibration fitted on out-of-fold scores; that probability orders them, decides
 whether an answer is quiet and how much of each experience it shows. Sessions outside the
-candidates are not returned. The loader refuses a model whose card names other features than
-this code computes.
+candidates are not returned. `features.FEATURES` is what this code can compute; a model reads
+the columns its card names, in its order (a model may leave some out: the time features were
+added for a model trained on dated data), and the loader refuses a card that names a feature
+this code does not compute.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class LearnedRanker:
     booster: Any  # lightgbm.Booster
     model_id: str
     platt: tuple[float, float]
+    features: tuple[str, ...]  # the columns it reads, named by its card
+    columns: tuple[int, ...]  # their places in `FEATURES`
 
     @classmethod
     def load(cls, directory: Path = MODELS) -> LearnedRanker:
@@ -50,7 +54,8 @@ class LearnedRanker:
         import lightgbm  # imported by the first Search, not by `import codemem`
 
         card = model_card(directory)
-        if list(card.get("features", ())) != list(FEATURES):
+        names = tuple(str(f) for f in card.get("features", ()))
+        if not names or any(f not in FEATURES for f in names):
             raise ModelMismatch(f"{directory / MODEL_FILE} ({card.get('model_id')}) was trained on features "
                                 f"{card.get('features')}, this code computes {list(FEATURES)}: retrain it "
                                 "(python -m train.ranker.train)")
@@ -58,10 +63,11 @@ class LearnedRanker:
             raise ModelMismatch(f"{directory / MODEL_FILE} was trained on the first {card.get('candidate_depth')} "
                                 f"of each ranking, this code reads {CANDIDATE_DEPTH}: retrain it")
         booster = lightgbm.Booster(model_file=str(directory / MODEL_FILE))
-        if booster.num_feature() != len(FEATURES):
-            raise ModelMismatch(f"{directory / MODEL_FILE} reads {booster.num_feature()} features, not {len(FEATURES)}")
+        if booster.num_feature() != len(names):
+            raise ModelMismatch(f"{directory / MODEL_FILE} reads {booster.num_feature()} features, its card names {len(names)}")
         calibration = card["calibration"]
-        return cls(booster, str(card["model_id"]), (float(calibration["a"]), float(calibration["b"])))
+        return cls(booster, str(card["model_id"]), (float(calibration["a"]), float(calibration["b"])),
+                   names, tuple(FEATURES.index(f) for f in names))
 
     def probabilities(self, raw: np.ndarray) -> np.ndarray:
         """P(related) of raw scores (the Platt calibration)."""
@@ -73,7 +79,7 @@ class LearnedRanker:
         whose LightGBM contributions moved their scores most."""
         keys = candidates(signals)
         vectors = candidate_features(signals, keys)
-        x = np.asarray([vectors[k] for k in keys], dtype=np.float64).reshape(len(keys), len(FEATURES))
+        x = np.asarray([vectors[k] for k in keys], dtype=np.float64).reshape(len(keys), len(FEATURES))[:, self.columns]
         p = self.probabilities(self.booster.predict(x, raw_score=True)) if keys else np.zeros(0)
         scores = {k: float(v) for k, v in zip(keys, p, strict=True)}
         reasons: dict[str, dict[str, float]] = {}
@@ -81,7 +87,7 @@ class LearnedRanker:
             contrib = self.booster.predict(x[first], pred_contrib=True)
             for i, row in zip(first, contrib, strict=True):
                 order = np.argsort(-np.abs(row[:-1]))[:top]  # the last column is the bias
-                reasons[keys[i]] = {FEATURES[j]: round(float(row[j]), 3) for j in order}
+                reasons[keys[i]] = {self.features[j]: round(float(row[j]), 3) for j in order}
         return Ranking(scores, scores, reasons)
 
 

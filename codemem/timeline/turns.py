@@ -5,14 +5,14 @@ answer to a question is a statement in one turn, and a card per session would sp
 reader's window on whole sessions. Here each candidate turn is scored by the retrievers'
 fused item score (`ranking/rrf.py`) and its session's (its best turn's), then:
 
-- a turn is superseded where a turn of a later session among the candidates reads as a
+- a turn that reads as a decision is superseded where a turn of a later session among the candidates reads as a
   decision (`decisions.py`, a learned reader, not phrasings) and is close to it in meaning
   (the cosine of their stored vectors at least `TurnConfig.supersede_cosine`, chosen on the
   training projects); the latest of such a chain is the current one. A replacement goes
   ahead of what it replaced (newest first), and a question about the current state ("now",
   "still", "latest": `ranking/time_features.ASKS_CURRENT`) also discounts the replaced turn;
 - a turn that reads as a decision and shares the question's words is lifted above turns that
-  only mention the subject (`TurnConfig.decision_boost`);
+  only mention the subject (`TurnConfig.decision_boost`, off by default);
 - turns are chosen greedily, each pick's score discounted per turn already chosen from its
   session (a maximal-marginal-relevance choice by session; `TurnConfig.session_discount`,
   and `time_discount` for a question about when, first, last, before or after), so that an
@@ -68,10 +68,12 @@ class TurnConfig:
     session_discount: float = 1.0
     time_discount: float = 1.0  # ... when the question is about time
     superseded_factor: float = 0.35  # a superseded turn's score, times this, for a question about now
-    decision_boost: float = 0.5  # a decision sharing the question's words: its score times 1 + this
+    # A decision sharing the question's words: its score times 1 + this. Off: set by hand, never
+    # chosen on data, it lifted a decision-like sibling above the turn the question names.
+    decision_boost: float = 0.0
     # A later decision this close (cosine of the two turns' vectors) supersedes a turn; chosen on
     # the training projects (`python -m eval.quality.timeline --choose-supersession`).
-    supersede_cosine: float = 0.6
+    supersede_cosine: float = 0.5
     neighbour_weight: float = 0.0  # a turn gains this share of the score of the turn before it (a reply to what matched)
     max_turn_chars: int = 1_500
     # Quiet (nothing in memory on the subject): P(present) = sigmoid(bias + cosine * the best
@@ -199,16 +201,16 @@ def _read_decisions(turns: Sequence[_Turn], vectors: Callable[[list[str]], Mappi
 
 
 def _mark_superseded(turns: Sequence[_Turn], cosine: float) -> None:
-    """A turn is superseded by the first decision of a later session among the candidates
-    whose vector is at least `cosine` close to its own; the chain goes on from that decision
+    """A turn that reads as a decision is superseded by the first decision of a later session
+    among the candidates whose vector is at least `cosine` close to its own; the chain goes on from that decision
     to the next later one as close to it, and the last is the current one."""
     decisions = sorted((t for t in turns if t.decision and t.vector is not None), key=lambda t: t.ms)
     for t in turns:
-        if t.vector is None:
+        if t.vector is None or not t.decision:  # only a stated choice is replaced by a later one
             continue
         key = str(t.row["session_key"])
         first = next((d for d in decisions if d.ms > t.ms and str(d.row["session_key"]) != key
-                      and float(d.vector @ t.vector) >= cosine), None)  # type: ignore[operator]
+                      and float(d.vector @ t.vector) >= cosine), None)
         if first is None:
             continue
         latest = first

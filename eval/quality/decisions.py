@@ -4,7 +4,7 @@ learned reader the timeline's supersession runs on (`codemem/timeline/decisions.
 sentence embedded as a stored turn is.
 
 `decisions-phrases.json` is the same suite scored by the phrase readings the reader replaced
-(`timeline/facts.py`, at 0617124, the last commit that had them).
+(`timeline/facts.py`, at 0617124, rebased as 2c1d254, the last commit that had them).
 
     python -m eval.quality.decisions [--suite FILE]     # eval/results/decisions.json
 

@@ -296,9 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     result: dict[str, Any]
     if args.choose_supersession:
         projects = [*load("dev", args.data), *load("heldout", args.data), *load("train", TRAINING_PROJECTS)]
-        for i, p in enumerate(projects):  # two folders may each hold a project of one name
-            if any(other["project"] == p["project"] for other in projects[:i]):
-                p["project"] = f"{p['project']}-{i}"
+        for i, project in enumerate(projects):  # two folders may each hold a project of one name
+            if any(other["project"] == project["project"] for other in projects[:i]):
+                project["project"] = f"{project['project']}-{i}"
         result = {"supersession": choose_supersession(projects)}
         out = args.out or RESULTS / "timeline-supersession.json"
         print(json.dumps(result["supersession"], indent=1))

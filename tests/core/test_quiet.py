@@ -11,6 +11,7 @@ from codemem.memory import Memory
 from codemem.memoryarena import TextMemories
 from codemem.ranking.features import FEATURES
 from codemem.ranking.recipes import DEFAULT_SEARCH
+from tests.answers import EVIDENCE
 
 FIX = [
     "QuerySet.bulk_create() crashes with a TypeError when ignore_conflicts=True on PostgreSQL",
@@ -64,9 +65,12 @@ def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) ->
     assert quiet, "a quiet answer still lists what the memory holds nearby"
     assert all(h.metadata["kind"] == "card" and h.metadata["quiet"] for h in quiet)
     assert all(h.metadata["relevance"] < DEFAULT_SEARCH.calibration.quiet_below for h in quiet)
-    # A few short cards, none with evidence: nothing related should cost a reader little.
-    assert len(quiet) <= DEFAULT_SEARCH.answer.quiet_experiences < DEFAULT_SEARCH.answer.experiences
-    assert all(not h.metadata["evidence"] and len(h.content) <= DEFAULT_SEARCH.answer.short_card_chars for h in quiet)
+    # A few experiences, a little evidence under the first and short cards after it: nothing
+    # related should cost a reader little.
+    shape = DEFAULT_SEARCH.answer
+    assert len(quiet) <= shape.quiet_experiences < shape.experiences
+    assert all(not h.metadata["evidence"] and len(h.content) <= shape.short_card_chars for h in quiet[1:])
+    assert len(str(quiet[0].content).partition(EVIDENCE)[2]) <= shape.quiet_first_evidence_chars + 200
 
 
 def test_an_off_topic_question_to_a_one_experience_memory_is_quiet(memory: Memory) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from codemem.ranking.fields import CardFields
-from codemem.ranking.time_features import TIME_FEATURES, time_matches
+from codemem.ranking.time_features import TIME_FEATURES, covered_by, time_matches
 
 
 def _ms(day: str) -> int:
@@ -63,3 +63,12 @@ def test_a_conversation_is_compared_by_every_word_it_said_not_its_opening_alone(
 
 def test_no_candidates_no_features() -> None:
     assert time_matches("anything now?", {}) == {}
+
+
+def test_an_older_candidate_is_covered_by_the_newest_later_one_that_holds_all_its_words_of_the_question() -> None:
+    cards = {**CARDS, "newest": _card("workers consume the queue from redis streams, five consumers", "2025-05-20")}
+    covered = covered_by("which queue do the worker consumers use?", cards)
+    # old holds {queue, worker, consumers}; new holds {queue, worker, consumers} too, newest only {queue, consumers}
+    assert covered == {"old": "new"}
+    assert covered_by("which queue do the consumers use?", cards) == {"old": "newest", "new": "newest"}
+    assert covered_by("what breaks the login page?", cards) == {}  # nothing newer holds what the others hold

@@ -255,8 +255,10 @@ def test_a_conversation_is_not_forced_into_a_coding_card() -> None:
     assert "## Opening\nAna: Guess what, we adopted a golden retriever puppy" in text
     for coding in ("## Task", "## Outcome", "## Tests", "No file edits", "no test outcome"):
         assert coding not in text
-    # What its turns state, with their times, for the timeline (`codemem/timeline/`).
-    assert experience.metadata == {"conversation": True, "facts": [["", "golden retriever puppy", "", 1683553560000]]}
+    # Every word its turns said (its card holds only the opening): the relevance model's time
+    # features compare sessions by them (`ranking/time_features.py`).
+    assert set(experience.metadata) == {"conversation", "said"} and experience.metadata["conversation"] is True
+    assert {"adopted", "puppy", "max", "chewed", "shoes"} <= set(experience.metadata["said"])
     assert experience.steps == []
     assert experience.card.task == CHAT[0].text and not experience.card.edited_files
     long = build_experience([Message(role="user", content="Ana: " + "la " * 3000)], max_chars=600).card.text
