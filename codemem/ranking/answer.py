@@ -53,8 +53,8 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
     experience in `related` (P at least the quiet threshold) is its whole card, and every
     other one a short card (its task's headline and outcome, at most `shape.short_card_chars`:
     `Memory.experience` opens it). A `quiet` answer (no experience related) is at most
-    `shape.quiet_experiences` short cards, the first with `shape.quiet_first_evidence_chars` of
-    evidence (none by default), within
+    `shape.quiet_experiences` experiences, the first with `shape.quiet_first_evidence_chars` of
+    evidence and the others short cards, within
     `shape.quiet_budget_tokens`: a reader learns what the memory holds nearby without reading
     tens of thousands of tokens of it. Evidence that cannot be inlined (images) follows the
     experiences as its own items while `top_k` and the budget allow, so a small memory's own

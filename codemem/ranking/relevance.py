@@ -107,6 +107,12 @@ class Ranker(Protocol):
     model (`ranking/learned.py`); an evaluation may pass another to `Memory` to compare
     rankings on the same Search."""
 
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The model features (`features.FEATURES`) it reads: a Search computes the costlier
+        ones (the time features) only for a ranker that reads them."""
+        ...
+
     def rank(self, signals: SessionSignals, explain: int) -> Ranking:
         """Every candidate's score and P(related), and what carried the first `explain`."""
         ...

@@ -108,7 +108,7 @@ class AnswerShape:
     """How much of each experience an answer carries (`answer.build`), by its P(related): the
     best experience's card with its evidence, each other related one's card (P at least the
     quiet threshold), short cards for the rest; a quiet answer (nothing related) is a few
-    short cards."""
+    experiences, a little evidence under the first and short cards after it."""
 
     budget_tokens: int  # the answer stops at about this many tokens (0: top_k alone bounds it)
     max_item_chars: int  # a loose item longer than this is trimmed, head and tail kept (0: never)
@@ -123,8 +123,8 @@ class AnswerShape:
     # short card of at most `short_card_chars` (`experience/building/render.short_card`).
     experiences: int
     short_card_chars: int
-    # A quiet answer: at most `quiet_experiences` short cards, its first experience's evidence,
-    # all within `quiet_budget_tokens`.
+    # A quiet answer: at most `quiet_experiences` experiences, the first with this much
+    # evidence, the others short cards, all within `quiet_budget_tokens`.
     quiet_first_evidence_chars: int
     quiet_budget_tokens: int
     quiet_experiences: int = 3

@@ -39,7 +39,7 @@ from codemem.ranking.relevance import (
 from codemem.ranking.rrf import rrf
 from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.subjects import SubjectIndex
-from codemem.ranking.time_features import ASKS_CURRENT, covered_by, time_matches
+from codemem.ranking.time_features import ASKS_CURRENT, TIME_FEATURES, covered_by, time_matches
 from codemem.ranking.types import Candidate, Ranking
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store import inventory
@@ -180,7 +180,8 @@ class Searcher:
         signals.refs_held = locations.held(refs, keys)
         held = fields.result().cards
         signals.fields = field_matches(text, {k: held[k] for k in keys if k in held})
-        signals.time = time_matches(text, {k: held[k] for k in keys if k in held})
+        if not set(TIME_FEATURES).isdisjoint(self.ranker.features):
+            signals.time = time_matches(text, {k: held[k] for k in keys if k in held})
         return signals, items
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:
@@ -258,7 +259,7 @@ class Searcher:
 def _mark_superseded(hits: list[Hit], user_id: str, covered: dict[str, str], related: set[str]) -> None:
     """For a question about the current state: an experience whose words of the question a
     newer related one of the answer holds, all of them, is marked `superseded_by` it (its
-    session and date). Ordering is the model's (its time features); this only says why."""
+    session and date). The order stays the model's; this only says which is newer."""
     by_key = {key_of(user_id, h.session_id): h for h in hits if h.metadata.get("kind") == "card"}
     for key, newer in covered.items():
         if key in by_key and newer in by_key and newer in related:

@@ -224,6 +224,8 @@ def _mark_superseded(turns: Sequence[_Turn], cosine: float) -> None:
 def _boost_decisions(turns: Sequence[_Turn], asked: set[str], boost: float) -> None:
     """A turn that reads as a decision in words the question shares is what a question about
     a choice asks for, more than a turn that only mentions the subject."""
+    if not boost:
+        return
     for t in turns:
         if t.decision and words(str(t.row["text"])) & asked:
             t.score *= 1 + boost

@@ -82,6 +82,7 @@ class FusedRanker:
     by their fused score (the floor reads it), each with the calibrated relevance."""
 
     fusion: Fusion = FUSED
+    features: tuple[str, ...] = ()  # it reads the signals, not the model's features
 
     def rank(self, signals: SessionSignals, explain: int = 0) -> Ranking:
         keys = set(candidates(signals))
