@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import signal
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -41,16 +42,16 @@ def server_file(data_dir: str) -> Path | None:
 
 
 @contextlib.contextmanager
-def announced(settings: Settings) -> Iterator[None]:
-    """While serving: the file that names this server, removed when serving stops, on
-    SIGTERM and SIGINT too (`_sigterm_unwinds`)."""
+def announced(settings: Settings, scheme: str = "http") -> Iterator[None]:
+    """While serving: the file that names this server (`scheme`: https when it answers TLS
+    itself), removed when serving stops, on SIGTERM and SIGINT too (`_sigterm_unwinds`)."""
     path = server_file(settings.storage.data_dir)
     if path is None:
         yield
         return
     host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"url": f"http://{host}:{settings.server.port}", "pid": os.getpid()}
+    record = {"url": f"{scheme}://{host}:{settings.server.port}", "pid": os.getpid()}
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
@@ -109,7 +110,7 @@ def running_server(data_dir: str) -> str | None:
     if not _alive(pid):
         return None
     try:
-        with urllib.request.urlopen(f"{url}/health", timeout=HEALTH_TIMEOUT_S) as answer:
+        with urllib.request.urlopen(f"{url}/health", timeout=HEALTH_TIMEOUT_S, context=_tls(url)) as answer:
             return url if answer.status == 200 else None
     except (OSError, urllib.error.URLError):
         return None
@@ -121,8 +122,21 @@ def search(url: str, req: SearchRequest, api_key: str | None) -> list[Hit]:
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     request = urllib.request.Request(f"{url}/search", data=msgspec.json.encode(req), headers=headers)
-    with urllib.request.urlopen(request, timeout=SEARCH_TIMEOUT_S) as answer:
+    with urllib.request.urlopen(request, timeout=SEARCH_TIMEOUT_S, context=_tls(url)) as answer:
         return msgspec.json.decode(answer.read(), type=_SearchResponse).data
+
+
+def _tls(url: str) -> ssl.SSLContext | None:
+    """For a server that answers HTTPS itself: its certificate names the public host (or is
+    self-signed), never the loopback address the server file gives, so it is not checked
+    here. What vouches for this server is its file in the data directory, which only those
+    who may read the memory itself can write."""
+    if not url.startswith("https:"):
+        return None
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 def _alive(pid: int) -> bool:

@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
     serve.add_argument("--workers", type=int, default=None,
                        help="server processes sharing the data directory (default 1)")
+    serve.add_argument("--tls-cert", default=None, metavar="FILE",
+                       help="answer HTTPS with this PEM certificate (chain); or CODEMEM_TLS_CERT")
+    serve.add_argument("--tls-key", default=None, metavar="FILE",
+                       help="the certificate's unencrypted PEM private key; or CODEMEM_TLS_KEY")
+    _allow_open(serve)
     _data_dir(serve)
 
     search = sub.add_parser("search", help="search a user's memory and print ranked results")
@@ -99,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--host", default=None, help="bind address with --transport http (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=None,
                      help=f"port with --transport http (default {MCP_HTTP_PORT}, beside `serve`'s 8000)")
+    _allow_open(mcp)
     mcp.set_defaults(handler=subcommands.mcp, agent=True)
 
     hook = sub.add_parser("hook", help="capture an agent's sessions into its repository's memory")
@@ -117,6 +123,12 @@ _DATA = "$XDG_DATA_HOME/codemem, else ~/.local/share/codemem"
 
 def _data_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help=f"LanceDB data directory (default {_DATA}; or CODEMEM_DATA_DIR)")
+
+
+def _allow_open(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-open", action="store_true", default=None,
+                   help="serve an address other than loopback without CODEMEM_API_KEY: anyone who reaches the "
+                        "port reads and writes every memory (or CODEMEM_ALLOW_OPEN=true)")
 
 
 def _user_id(p: argparse.ArgumentParser, default: str = "the git repository of the current directory") -> None:
@@ -156,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # The settings paths the flags set, by flag.
-FLAGS = {"--data-dir": "storage.data_dir", "--host": "server.host", "--port": "server.port", "--workers": "server.workers"}
+FLAGS = {"--data-dir": "storage.data_dir", "--host": "server.host", "--port": "server.port", "--workers": "server.workers",
+         "--allow-open": "server.allow_open", "--tls-cert": "server.tls_cert", "--tls-key": "server.tls_key"}
 # The exit status of a command given something it cannot use (argparse's own).
 USAGE_ERROR = 2
 

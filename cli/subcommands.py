@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from cli import exposure
 from codemem.config import Settings, is_object_storage
 from codemem.contract.types import SearchRequest
 from codemem.git.repo_id import git_top_level, repo_user_id
@@ -29,27 +30,47 @@ if TYPE_CHECKING:
 
 def serve(settings: Settings, args: argparse.Namespace) -> int:
     """Serve the HTTP API; with several workers, each is a process with its own Memory over
-    the same data, reading its settings back from the environment."""
+    the same data, reading its settings back from the environment. A reachable address needs
+    a key (`exposure.check_key`); with a certificate and key it answers HTTPS."""
+    try:
+        exposure.check_key(settings.server, "serve")
+        tls = exposure.tls_files(settings.server)
+    except exposure.Refused as exc:
+        print(f"codemem: {exc}", file=sys.stderr)
+        return 2
+
     import uvicorn
 
     from api.app import create_app
-    from api.logs import log_config, prepare_workers
+    from api.logs import prepare_workers
     from api.memoryarena import MemoryArenaSettings
     from cli import local_server
 
     memoryarena = MemoryArenaSettings.from_env()  # read before serving: a bad value stops here, in every worker's stead
 
-    print(f"codemem serving on http://{settings.server.host}:{settings.server.port} (data: {settings.storage.data_dir}, "
+    scheme = "https" if tls else "http"
+    print(f"codemem serving on {scheme}://{settings.server.host}:{settings.server.port} (data: {settings.storage.data_dir}, "
           f"workers: {settings.server.workers}, auth: {'API key' if settings.server.api_key else 'open'})", file=sys.stderr)
-    common: dict[str, Any] = {"host": settings.server.host, "port": settings.server.port, "log_config": log_config(settings),
-              "access_log": False, "timeout_graceful_shutdown": 30}
-    with local_server.announced(settings):  # `codemem search` uses this server while it runs
+    common = server_options(settings, tls)
+    with local_server.announced(settings, scheme):  # `codemem search` uses this server while it runs
         if settings.server.workers <= 1:
             uvicorn.run(create_app(settings, memoryarena=memoryarena), **common)
         else:
             prepare_workers(settings)
             uvicorn.run("api.app:create_app", factory=True, workers=settings.server.workers, **common)
     return 0
+
+
+def server_options(settings: Settings, tls: exposure.TLSFiles | None) -> dict[str, Any]:
+    """uvicorn's options for `serve`: the address, the logs, the grace given to requests in
+    flight at shutdown, and the certificate and key when it answers HTTPS itself."""
+    from api.logs import log_config
+
+    options: dict[str, Any] = {"host": settings.server.host, "port": settings.server.port,
+                               "log_config": log_config(settings), "access_log": False, "timeout_graceful_shutdown": 30}
+    if tls:
+        options |= {"ssl_certfile": tls.cert, "ssl_keyfile": tls.key}
+    return options
 
 
 def _offline_memory(settings: Settings, query: bool = False) -> Memory:
@@ -271,6 +292,13 @@ def _count_of(n: int, noun: str) -> str:
 
 
 def mcp(settings: Settings, args: argparse.Namespace) -> int:
+    if args.transport == "http":
+        try:
+            exposure.check_key(settings.server, "mcp --transport http")
+        except exposure.Refused as exc:
+            print(f"codemem: {exc}", file=sys.stderr)
+            return 2
+
     from integrations.mcp_server import serve_mcp
 
     serve_mcp(settings, transport=args.transport)

@@ -70,6 +70,13 @@ class Server:
     # Server processes sharing the data directory (`codemem serve --workers N`).
     workers: int = 1
     api_key: str | None = field(default=None, repr=False)
+    # Serving without a key on an address other than loopback: refused unless this says so
+    # (`--allow-open`), since anyone who reaches the port could then read every memory.
+    allow_open: bool = False
+    # HTTPS served by codemem itself: a PEM certificate (chain) and its private key. Unset:
+    # plain HTTP, for loopback or behind a reverse proxy that terminates TLS (deploy/).
+    tls_cert: str | None = None
+    tls_key: str | None = None
     # Admitted Adds (Searches) worked on at once, each kind on threads of its own, the others
     # waiting their turn holding no thread (0: anyio's shared pool). In the shared pool the
     # waiting Searches hold most threads, so few Adds share a group commit; Searches on a few
@@ -322,6 +329,9 @@ VARIABLES: dict[str, Variable] = {
     "CODEMEM_PORT": Variable("server.port", int),
     "CODEMEM_WORKERS": Variable("server.workers", int),
     "CODEMEM_API_KEY": Variable("server.api_key"),
+    "CODEMEM_ALLOW_OPEN": Variable("server.allow_open", _flag),
+    "CODEMEM_TLS_CERT": Variable("server.tls_cert"),
+    "CODEMEM_TLS_KEY": Variable("server.tls_key"),
     "CODEMEM_ADD_THREADS": Variable("server.add_threads", int),
     "CODEMEM_SEARCH_THREADS": Variable("server.search_threads", int),
     "CODEMEM_LOG_LEVEL": Variable("server.log_level"),

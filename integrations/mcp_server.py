@@ -237,7 +237,9 @@ def serve_mcp(settings: Settings, transport: Literal["stdio", "http"] = "stdio")
     server = build_server(memory, os.getcwd())
     try:
         if transport == "http":
-            server.run("streamable-http", host=settings.server.host, port=settings.server.port)
+            from integrations.mcp_http import serve_http
+
+            serve_http(server.streamable_http_app(host=settings.server.host), settings.server)
         else:
             server.run("stdio")
     finally:

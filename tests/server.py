@@ -22,10 +22,12 @@ def free_port() -> int:
 
 class Server:
     def __init__(self, data_dir: Path | str, env: dict[str, str] | None = None, args: tuple[str, ...] = (),
-                 log_path: Path | None = None) -> None:
+                 log_path: Path | None = None, module: str = "cli", scheme: str = "http",
+                 verify: str | bool = True) -> None:
         self.data_dir = data_dir
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.module, self.verify = module, verify  # `module`: what `python -m` runs, `codemem` by default
         self.env = {**os.environ, "CODEMEM_COMPACT_INTERVAL_S": "1", **(env or {})}
         self.args = args
         # The server's log goes to a file: a pipe nobody reads would fill and block it.
@@ -37,7 +39,7 @@ class Server:
         says the model is loaded; without, the server is as cold as a fresh start)."""
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "cli", "serve", "--port", str(self.port),
+                [sys.executable, "-m", self.module, "serve", "--port", str(self.port),
                  "--data-dir", str(self.data_dir), *self.args],
                 env=self.env, stdout=subprocess.DEVNULL, stderr=log,
             )
@@ -46,7 +48,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log()[-2000:]}")
             try:
-                r = httpx.get(self.url + "/health", timeout=1)
+                r = httpx.get(self.url + "/health", timeout=1, verify=self.verify)
                 if r.status_code == 200 and (r.json()["model_loaded"] or not wait_for_model):
                     return self
             except httpx.HTTPError:

@@ -30,10 +30,6 @@ def session_token(api_key: str) -> str:
     return hmac.new(api_key.encode(), b"codemem-ui-session", hashlib.sha256).hexdigest()
 
 
-def key_matches(given: str, api_key: str) -> bool:
-    return hmac.compare_digest(given.encode(), api_key.encode())
-
-
 def require_login(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """Guard: passes when no key is configured, else needs the login cookie."""
     expected: str | None = connection.app.state.api_key

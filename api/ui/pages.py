@@ -19,8 +19,9 @@ from litestar.response import Redirect, Template
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
 from api.admission import Admission
-from api.ui.access import COOKIE, UI_PATH, key_matches, require_login, session_token
+from api.ui.access import COOKIE, UI_PATH, require_login, session_token
 from api.ui.answers import Answer, Answers
+from codemem.contract.keys import key_matches
 from codemem.contract.types import SearchRequest
 from codemem.errors import CodememError, NotFound
 from codemem.memory import Memory

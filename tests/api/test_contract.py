@@ -1,23 +1,43 @@
-"""The Add/Search contract (../shared/AML_CONTRACT.md), rule by rule, over HTTP."""
+"""The Add/Search contract (../shared/AML_CONTRACT.md), rule by rule, over HTTP: each rule in
+process (Litestar's test client) and over HTTPS, as `codemem serve --tls-cert --tls-key`
+answers it (tests/https.py)."""
 
 from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from litestar.testing import TestClient
 
+from codemem.config import Settings
 from codemem.memory import Memory
 from tests.answers import message_texts
-from tests.conftest import add_body
+from tests.conftest import add_body, make_client
+from tests.https import https_client
 
 CODE_TEXTS = (
     "The QuerySet.filter call raises TypeError when given None for a related field.",
     "I changed django/db/models/query.py so QuerySet.filter checks for None before the lookup.",
     "Tests of QuerySet.filter in tests/queries/test_filter.py pass now.",
 )
+
+
+@pytest.fixture(params=["in-process", "https"])
+def client(request: pytest.FixtureRequest, settings: Settings, memory: Memory, tmp_path: Path) -> Iterator[TestClient]:
+    with make_client(settings, memory) if request.param == "in-process" else https_client(settings, memory, tmp_path) as c:
+        yield c
+
+
+@pytest.fixture(params=["in-process", "https"])
+def keyed_client(request: pytest.FixtureRequest, settings: Settings, memory: Memory,
+                 tmp_path: Path) -> Iterator[TestClient]:
+    keyed = settings.replace({"server.api_key": "s3cret-key"})
+    with make_client(keyed, memory) if request.param == "in-process" else https_client(keyed, memory, tmp_path) as c:
+        yield c
 
 
 def messages(hits: list[dict]) -> list[str]:
@@ -186,7 +206,7 @@ def test_isolation_holds_for_hostile_user_ids(client: TestClient) -> None:
         ({"Authorization": "Token wrong"}, 401),
         ({"Authorization": "Basic s3cret-key"}, 401),
         ({"X-Api-Key": "s3cret-key-but-longer"}, 401),
-        ({"Authorization": "Token "}, 401),
+        ({"Authorization": "Token"}, 401),  # a scheme without a key (a trailing space is illegal on the wire)
     ],
 )
 def test_auth_schemes(keyed_client: TestClient, headers: dict[str, str], status: int) -> None:

@@ -3,6 +3,7 @@ module (a conversation whose answers the tests read), and one over streamable HT
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -14,6 +15,8 @@ from typing import Any
 
 import anyio
 import git
+import httpx
+import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -273,20 +276,22 @@ def test_search_answers_compactly_unless_asked_for_more(talk: Conversation) -> N
     assert more.count("<experience rank=") >= several.count("<experience rank=")
 
 
-async def _over_http(url: str) -> tuple[set[str], CallToolResult]:
+async def _over_http(url: str, key: str) -> tuple[set[str], CallToolResult]:
     with anyio.fail_after(60):
-        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        async with client, streamable_http_client(url, http_client=client) as (read, write), \
+                ClientSession(read, write) as session:
             await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
             return names, await session.call_tool("get_experience", {"id": "s-1", "user_id": "u"})
 
 
-def test_the_same_tools_over_streamable_http(tmp_path: Path) -> None:
+def test_the_same_tools_over_streamable_http_behind_the_key(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli", "mcp", "--transport", "http", "--port", str(port),
          "--data-dir", str(tmp_path / "data")],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "CODEMEM_API_KEY": "k3y"},
     )
     try:
         deadline = time.monotonic() + 60
@@ -296,9 +301,13 @@ def test_the_same_tools_over_streamable_http(tmp_path: Path) -> None:
                     break
             assert proc.poll() is None, "the server exited"
             time.sleep(0.2)
-        names, missing = anyio.run(_over_http, f"http://127.0.0.1:{port}/mcp")
+        url = f"http://127.0.0.1:{port}/mcp"
+        refused = [httpx.post(url, json={}, headers=h, timeout=10) for h in ({}, {"Authorization": "Bearer nope"})]
+        names, missing = anyio.run(_over_http, url, "k3y")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    assert [r.status_code for r in refused] == [401, 401]
+    assert refused[0].json() == {"detail": {"reason": "missing or wrong API key"}}
     assert names == {"search_memory", "get_experience", "remember", "ingest_repository"}
     assert missing.is_error and "no experience 's-1' in the memory of 'u'" in missing.content[0].text  # type: ignore[union-attr]
