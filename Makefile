@@ -8,7 +8,13 @@ DEV_STAMP := $(VENV)/.installed-dev
 # `make install` puts `codemem` on the PATH: a link to the checkout's command in $(BINDIR).
 BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: setup dev serve install uninstall lint test results clean
+# `make train`: every derived file of the training run is kept in TRAIN_CACHE (one folder per
+# step and key); the public repositories it reads are where the session's fetch tool puts them.
+TRAIN_CACHE ?= $(HOME)/.cache/codemem-train
+MIRRORS ?= /work/.mirror
+TRAIN_ARGS ?=
+
+.PHONY: setup dev serve install uninstall lint test results train clean
 
 # codemem and what serving needs (`make serve`, and the `codemem` command for MCP and the hook).
 setup: $(STAMP)
@@ -73,6 +79,14 @@ results: dev
 	$(BIN)/python -m eval.load.fragments --adds 500 --searches 50
 	$(BIN)/python -m eval.load.ingest
 	$(BIN)/python -m eval.render
+
+# Rebuilds every shipped model at HEAD from public sources (the relevance ranker and the decision
+# reader, with their cards), reusing each step whose code, data, sources and parameters are
+# unchanged. Missing sources: it lists what to fetch and exits 2 before any work. A tree with
+# uncommitted changes is refused unless TRAIN_ARGS=--allow-dirty. Other options (--steps,
+# --check, --no-install): `python -m train --help`; the steps and their times: train/README.md.
+train: dev
+	$(BIN)/python -m train --cache $(TRAIN_CACHE) --mirrors $(MIRRORS) $(TRAIN_ARGS)
 
 clean:
 	rm -rf $(VENV)

@@ -122,3 +122,10 @@ def test_sessions_are_read_from_a_run_s_git_directory_and_a_missing_one_yields_n
     got = dict(read_sessions(run, repo / ".git", ["pkg__pkg-2", "pkg__pkg-9", "pkg__pkg-1"]))
     assert list(got) == ["pkg__pkg-2", "pkg__pkg-9", "pkg__pkg-1"]
     assert got["pkg__pkg-9"] == [] and len(got["pkg__pkg-1"]) == len(got["pkg__pkg-2"]) == 6
+    # A run pinned to a commit reads that commit's trajectories, whatever the mirror's HEAD holds now.
+    pinned = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    _git(repo, "rm", "-q", "-r", "evaluation/trajs/pkg__pkg-1")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "drop one")
+    assert dict(read_sessions(run, repo / ".git", ["pkg__pkg-1"]))["pkg__pkg-1"] == []
+    assert len(dict(read_sessions(run, repo / ".git", ["pkg__pkg-1"], pinned[:7]))["pkg__pkg-1"]) == 6

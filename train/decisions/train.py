@@ -2,7 +2,10 @@
 decision now in effect) by logistic regression over the packaged MiniLM embedding and the
 text's words and word pairs (TF-IDF).
 
-    python -m train.decisions.train          # writes codemem/timeline/models/decisions.json
+    python -m train.decisions.train [--data F] [--out F] [--allow-dirty]
+                                             # writes codemem/timeline/models/decisions.json
+
+(`make train` runs it as its `decisions` step: `train/README.md`.)
 
 Data: `train/decisions/sentences.jsonl` (its README). No evaluation sentence is read here
 (the suite, `eval/data/decisions`, is refused).
@@ -13,14 +16,17 @@ the grid, measured once on 2026-12-04), the regularisation C (the best out-of-fo
 the grid), then the threshold: the one that maximises Youden's J over the out-of-fold
 probabilities. The card records the data's hash, the commit,
 the grid and the out-of-fold figures at the threshold.
+
+The model file is the card too, and holds nothing that changes from run to run (the time a run
+took is printed, not stored): two runs at one commit on the same data write the same bytes.
+A tree with uncommitted changes is refused unless `--allow-dirty` (the card then says so), so
+that the shipped card names a commit that holds the code that trained it.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import subprocess
 import time
 from pathlib import Path
 
@@ -35,6 +41,7 @@ from codemem.config import Embedding
 from codemem.embedding import MiniLMEmbedder
 from codemem.timeline.decisions import MODEL, DecisionReader
 from train.data import refuse_evaluation_data
+from train.provenance import file_sha256, tree_state
 
 DATA = Path(__file__).resolve().parent / "sentences.jsonl"
 GRID_C = (0.3, 1.0, 3.0, 10.0, 30.0)
@@ -78,18 +85,19 @@ def youden(p: np.ndarray, y: np.ndarray) -> float:
     return at
 
 
-def git(*args: str) -> str:
-    return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--out", type=Path, default=MODEL)
+    ap.add_argument("--allow-dirty", action="store_true",
+                    help="train from a tree with uncommitted changes (the card says so)")
     args = ap.parse_args(argv)
     refuse_evaluation_data(args.data)
     t0 = time.perf_counter()
-    at = {"commit": git("rev-parse", "--short", "HEAD"), "clean_tree": git("status", "--porcelain", "--untracked-files=no") == ""}
+    at = tree_state()  # before anything is written: the model written into the package dirties the tree
+    if not at["clean_tree"] and not args.allow_dirty:
+        raise SystemExit("the tree has uncommitted changes to tracked files: commit them first, or give "
+                         "--allow-dirty (the card then says the tree was dirty)")
     texts, y = load(args.data)
     embedder = MiniLMEmbedder()
     emb = embedder.embed(texts, Embedding().max_tokens)
@@ -105,13 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     read = p >= threshold
     card = {
         "embedder": embedder.name, "threshold": round(threshold, 6), "C": c,
-        "trained_on": {"data": args.data.name, "sha256": hashlib.sha256(args.data.read_bytes()).hexdigest(),
+        "trained_on": {"data": args.data.name, "sha256": file_sha256(args.data),
                        "decisions": int(y.sum()), "others": int(len(y) - y.sum()), **at},
         "cv": {"folds": FOLDS, "log_loss_by_C": {str(k): round(v, 4) for k, v in losses.items()},
                "auc": round(float(roc_auc_score(y, p)), 4),
                "decisions_read": round(float(read[y == 1].mean()), 4),
                "others_read": round(float(read[y == 0].mean()), 4)},
-        "seconds": round(time.perf_counter() - t0, 1),
         "ngrams": NGRAMS, "bias": float(model.intercept_[0]),
         "embedding_weights": [float(w) for w in coef[n_terms:]],
         "terms": {t: [float(words.idf_[i]), float(coef[i])] for t, i in sorted(words.vocabulary_.items()) if coef[i]},
@@ -123,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     fitted = model.predict_proba(inputs(texts, emb, words, fit=False))[:, 1]
     assert np.allclose(shipped, fitted, atol=1e-4), float(np.abs(shipped - fitted).max())
     print(json.dumps({k: v for k, v in card.items() if k not in ("embedding_weights", "terms")}, indent=1))
+    print(f"trained in {time.perf_counter() - t0:.1f} s")
     return 0
 
 

@@ -1,11 +1,9 @@
 """Training data for commit relevance: public bug reports turned into past-fix tasks over their
 repositories' real histories, as `../shared/data/past-fixes-dev` is built.
 
-    nice -n 10 python -m train.past_fixes.build_data --out /work/data/pastfix       # ~70 min here
-    python -m eval.quality.past_fixes_cv --store /work/data/pastfix/store \\
-        --tasks /work/data/pastfix/tasks.json \\
-        --only "$(python -m train.past_fixes.build_data --out /work/data/pastfix --names)" \\
-        --out /work/data/pastfix/cv.json
+    nice -n 10 python -m train.past_fixes.build_data --out DIR/pastfix       # ~70 min here
+
+(`make train` runs it as its `pastfix` step, into the training cache: `train/README.md`.)
 
 The tasks (`train.past_fixes.sources`): SWE-bench Verified's (Python) and Multi-SWE-bench's
 (Go, Rust, C, C++, JavaScript), none of a held-out or dev repository and none that is an
@@ -17,7 +15,7 @@ left out.
 
 Each repository's memory is a window of its first-parent line: from `MARGIN` changes above its
 newest gold change down to `MARGIN` below its oldest, imported with `ingest_git` into its own
-data directory and user id (`pastfixes-<name>`, what `eval.quality.past_fixes_cv` reads). A
+data directory and user id (`pastfixes-<name>`, what `train.ranker.commit_data` searches). A
 window of 1,000 to 5,000 changes is the size of the histories a past-fixes query meets (the
 dev set's 2,200-4,100, the held-out repositories'). As in the dev set, the memory holds the
 changes after the fix too.

@@ -219,13 +219,13 @@ class Run:
     read: Reader
     layout: str  # "{iid}/{iid}.traj.json" style path of one trajectory, or "{iid}/" (its one file)
 
-    def path(self, mirror: Path, iid: str) -> str | None:
-        """The trajectory's path in the mirror's HEAD; None when the run has none for `iid`.
+    def path(self, mirror: Path, iid: str, rev: str = "HEAD") -> str | None:
+        """The trajectory's path in the mirror at `rev`; None when the run has none for `iid`.
         Only this task's own folder is ever listed."""
         rel = self.layout.format(iid=iid)
         if not rel.endswith("/"):
             return f"{self.folder}/{rel}"
-        names = subprocess.run(["git", "--git-dir", str(mirror), "ls-tree", "--name-only", "HEAD", f"{self.folder}/{rel}"],
+        names = subprocess.run(["git", "--git-dir", str(mirror), "ls-tree", "--name-only", rev, f"{self.folder}/{rel}"],
                                check=True, capture_output=True, text=True).stdout.split("\n")
         files = sorted(n for n in names if n.endswith(".json"))
         return files[0] if files else None
@@ -244,20 +244,21 @@ RUNS = {run.name: run for run in (
 )}
 
 
-def read_sessions(run: Run, mirror: Path, ids: list[str]) -> Iterator[tuple[str, list[Message]]]:
-    """Each instance's session from the mirror's HEAD, in `ids` order (one `git cat-file --batch`
-    for all); an instance the run lacks, or whose trajectory is empty, yields no messages. Only
-    the trajectories of `ids` are opened."""
+def read_sessions(run: Run, mirror: Path, ids: list[str], rev: str = "HEAD") -> Iterator[tuple[str, list[Message]]]:
+    """Each instance's session from the mirror at `rev` (a pinned commit, so that a newer
+    snapshot of the run changes nothing), in `ids` order (one `git cat-file --batch` for all);
+    an instance the run lacks, or whose trajectory is empty, yields no messages. Only the
+    trajectories of `ids` are opened."""
     proc = subprocess.Popen(["git", "--git-dir", str(mirror), "cat-file", "--batch"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     try:
         for iid in ids:
-            path = run.path(mirror, iid)
+            path = run.path(mirror, iid, rev)
             if path is None:
                 yield iid, []
                 continue
-            proc.stdin.write(f"HEAD:{path}\n".encode())
+            proc.stdin.write(f"{rev}:{path}\n".encode())
             proc.stdin.flush()
             header = proc.stdout.readline().decode().split()
             if len(header) < 3 or header[1] == "missing":

@@ -1,16 +1,19 @@
 """Training data for the learned ranker: SWE-bench Verified tasks replayed as the real sessions
 of several public agents that worked on them.
 
-    nice -n 10 python -m train.ranker.build_data --agent mini=MIRROR --agent vorflux=MIRROR \
-        --agent openhands=MIRROR --out /work/data/signals --export /work/data/sessions
+    nice -n 10 python -m train.ranker.build_data --agent mini=MIRROR[@COMMIT] --agent vorflux=MIRROR \
+        --agent openhands=MIRROR --out DIR/signals [--replays mini,mixed] [--export DIR/sessions]
+
+(`make train` runs it, one replay a step: `python -m train`.)
 
 Each task of `swe-verified-reuse` (tasks only, never an evaluation set) is replayed as a real
 coding-agent session, read by `agents.py` in that agent's own rendering: mini-swe-agent with
 Gemini 3 Pro (bash in THOUGHT/```bash``` turns), Vorflux with Claude Opus 4.6 (typed tool
 calls as JSON), OpenHands CodeAct with Claude 3.5 Sonnet (`<function=...>` calls). `MIRROR` is
-the run's repository as the search tool's `fetch` gives it (`agents.RUNS` says which), or a
-folder that `--export` wrote (`<instance_id>.jsonl`, one message a line); only the
-trajectories of the dataset's tasks are opened.
+the run's repository as the search tool's `fetch` gives it (`agents.RUNS` says which), read at
+`COMMIT` (default its HEAD; `train.mirrors.RUN_COMMITS` pins the shipped model's), or a folder
+that `--export` wrote (`<instance_id>.jsonl`, one message a line); only the trajectories of the
+dataset's tasks are opened.
 
 Replays, each into a fresh memory, each written to `OUT/<replay>/`:
 - one per agent (`mini`, `vorflux`, ...): a query meets its repository's earlier sessions all
@@ -92,11 +95,11 @@ def interleaved(by_repo: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
     return [task for _, _, task in sorted(keyed, key=lambda t: (t[0], t[1]))]
 
 
-def sessions_of(name: str, source: Path, ids: list[str]) -> Iterator[tuple[str, list[Message]]]:
-    """One agent's sessions of `ids`, in order: read from its run's mirror (a git directory), or
-    from a folder `--export` wrote (`<instance_id>.jsonl`)."""
+def sessions_of(name: str, source: Path, ids: list[str], rev: str = "HEAD") -> Iterator[tuple[str, list[Message]]]:
+    """One agent's sessions of `ids`, in order: read from its run's mirror (a git directory) at
+    `rev`, or from a folder `--export` wrote (`<instance_id>.jsonl`)."""
     if (source / "HEAD").is_file():
-        yield from read_sessions(RUNS[name], source, ids)
+        yield from read_sessions(RUNS[name], source, ids, rev)
         return
     decoder = msgspec.json.Decoder(Message)
     for iid in ids:
@@ -239,27 +242,32 @@ def replay(name: str, tasks: list[dict[str, Any]], labels: dict[str, dict[str, i
             "adds": adds, "add_s": round(add_s, 1), "search_s": round(search_s, 1)}
 
 
-def parse_agent(spec: str) -> tuple[str, Path]:
-    """`NAME=PATH` of `--agent`, NAME one of the known runs."""
+def parse_agent(spec: str) -> tuple[str, tuple[Path, str]]:
+    """`NAME=PATH[@COMMIT]` of `--agent`, NAME one of the known runs; the commit a mirror is
+    read at (default HEAD)."""
     name, sep, path = spec.partition("=")
     if not sep or name not in RUNS:
-        raise argparse.ArgumentTypeError(f"--agent takes NAME=PATH with NAME one of {', '.join(RUNS)}: {spec!r}")
-    return name, Path(path)
+        raise argparse.ArgumentTypeError(f"--agent takes NAME=PATH[@COMMIT] with NAME one of {', '.join(RUNS)}: {spec!r}")
+    where, at, rev = path.rpartition("@")
+    if at and rev and all(c in "0123456789abcdefABCDEF" for c in rev):
+        return name, (Path(where), rev)
+    return name, (Path(path), "HEAD")
 
 
-def source_commit(source: Path) -> str | None:
-    """The mirror's HEAD commit (None for an exported folder)."""
+def source_commit(source: Path, rev: str = "HEAD") -> str | None:
+    """The full commit a mirror is read at (None for an exported folder)."""
     if not (source / "HEAD").is_file():
         return None
-    return subprocess.run(["git", "--git-dir", str(source), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(["git", "--git-dir", str(source), "rev-parse", f"{rev}^{{commit}}"], check=True,
+                          capture_output=True, text=True).stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--agent", type=parse_agent, action="append", required=True, metavar="NAME=PATH",
-                    help=f"a run's git directory (the search tool's fetch) or exported folder; NAME: {', '.join(RUNS)}")
+                    help=f"a run's git directory (the search tool's fetch; @COMMIT: read at that commit) or exported folder; "
+                         f"NAME: {', '.join(RUNS)}")
     ap.add_argument("--out", type=Path, default=Path("/tmp/ranker/signals"), help="each replay goes to OUT/<replay>/")
     ap.add_argument("--replays", default=None,
                     help=f"comma-separated replays to run (default: every agent's, and {MIXED!r} when there are several)")
@@ -267,7 +275,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="also write each agent's sessions to EXPORT/<agent>/<instance_id>.jsonl")
     ap.add_argument("--max-tasks", type=int, default=None, help="replay only the first N tasks (a smoke run)")
     args = ap.parse_args(argv)
-    sources = dict(args.agent)
+    sources = {name: path for name, (path, _) in args.agent}
+    revs = {name: rev for name, (_, rev) in args.agent}
     for source in sources.values():
         refuse_evaluation_data(source)
     replays = args.replays.split(",") if args.replays else [*sources, *([MIXED] if len(sources) > 1 else [])]
@@ -276,11 +285,11 @@ def main(argv: list[str] | None = None) -> None:
     by_repo, labels = load(args.data)
     tasks = interleaved(by_repo)[: args.max_tasks]
     ids = [t["instance_id"] for t in tasks]
-    commits = {name: source_commit(source) for name, source in sources.items()}
+    commits = {name: source_commit(source, revs[name]) for name, source in sources.items()}
     problems = {t["instance_id"]: t["problem_statement"] for t in tasks}
 
     def stream(agent: str) -> Iterator[tuple[str, list[Message]]]:
-        return own_sessions(agent, sessions_of(agent, sources[agent], ids), problems)
+        return own_sessions(agent, sessions_of(agent, sources[agent], ids, revs[agent]), problems)
 
     if args.export:
         for name in sources:

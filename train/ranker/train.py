@@ -4,8 +4,12 @@ data, fitted on all of it and saved as package data with a Platt calibration of 
 P(related), the answer's quiet threshold and relevance floor, and a card of what it was
 trained on and how it scored.
 
-    python -m train.ranker.train --signals DIR [--signals DIR ...] [--commits DIR ...] \
-        --out codemem/ranking/models --readme train/ranker/README.md
+    python -m train.ranker.train --signals DIR [--signals DIR ...] [--check-signals DIR ...] \
+        [--commits DIR --stores DIR] --out DIR [--readme train/ranker/README.md] [--allow-dirty]
+
+(`make train` runs it as its `ranker` step on the cached data and installs the model:
+`train/README.md`.) It trains on `train.ranker.featureset.TRAINING_FEATURES`, the list the card
+names; a tree with uncommitted changes is refused unless `--allow-dirty` (the card says so).
 
 `--signals`: replayed agent sessions (`train.ranker.build_data`, one directory per agent:
 `queries.jsonl`, `cards.jsonl`); `--commits`: past-fix tasks searched over their repositories'
@@ -39,7 +43,6 @@ import hashlib
 import itertools
 import json
 import os
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -52,20 +55,16 @@ import numpy as np
 
 from codemem.config import Settings
 from codemem.memory import Memory
-from codemem.ranking.features import (
-    CANDIDATE_DEPTH,
-    FEATURES,
-    MONOTONE,
-    candidate_features,
-    candidates,
-)
+from codemem.ranking.features import CANDIDATE_DEPTH, candidate_features, candidates
 from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import parse_query
 from codemem.ranking.time_features import time_matches
 from codemem.store.schema import key_of
 from eval.replay.fusion import fuse
+from train.provenance import file_sha256, tree_state
 from train.ranker.build_data import signals_from
+from train.ranker.featureset import COLUMNS, TRAINING_FEATURES, TRAINING_MONOTONE
 
 # "weighting": every candidate counts once, or every query once (its candidates share a weight
 # of 1: a past-fix query's hundred candidates then weigh what a session query's forty do).
@@ -75,7 +74,7 @@ FIXED: dict[str, Any] = {"objective": "cross_entropy", "learning_rate": 0.05, "m
                          "random_state": 0, "n_jobs": 1, "verbose": -1,
                          # Every feature but the kind says "more related" as it grows (features.py): the
                          # model is held to it.
-                         "monotone_constraints": list(MONOTONE), "monotone_constraints_method": "advanced"}
+                         "monotone_constraints": list(TRAINING_MONOTONE), "monotone_constraints_method": "advanced"}
 # An experience below this share of the best one's P(related) is left out where at most this
 # share of the related experiences among the first `FLOOR_DEPTH` would be.
 FLOOR_MISSES = 0.05
@@ -123,7 +122,7 @@ def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFie
     fused = fuse(signals)
     labels = rec["labels"]
     return Query(rec["query"], rec["repo"], kind, source, keys,
-                 np.asarray([vectors[k] for k in keys], dtype=np.float64),
+                 np.asarray([vectors[k] for k in keys], dtype=np.float64)[:, COLUMNS],
                  np.asarray([labels.get(k, 0) for k in keys], dtype=np.int32),
                  np.asarray([fused.get(k, 0.0) for k in keys]),
                  np.asarray([signals.bm25.get(k, -1.0) for k in keys]),
@@ -374,7 +373,7 @@ def contested_pairs(queries: Sequence[Query], limit: int = 40, margin: int = 3) 
     feature orders. One per query, taken in turn from each repository, at most `limit`
     (the model card keeps them; `tests/train/test_ranker_model.py` checks the model orders
     them as their labels do)."""
-    lexical = FEATURES.index("lexical_share")
+    lexical = TRAINING_FEATURES.index("lexical_share")
     by_repo: dict[str, list[dict[str, Any]]] = {}
     for q in sorted(queries, key=lambda q: (q.repo, q.query)):
         if q.related == 0 or q.y.max() == 0:
@@ -392,11 +391,12 @@ def contested_pairs(queries: Sequence[Query], limit: int = 40, margin: int = 3) 
     return out[:limit]
 
 
-def git(*args: str) -> str:
-    try:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+def data_name(path: Path, root: Path | None) -> str:
+    """A data file's name in the card: its path under `root` (the training cache, the same on
+    every machine) where it lies there, else as given."""
+    if root is not None and path.resolve().is_relative_to(root.resolve()):
+        return str(path.resolve().relative_to(root.resolve()))
+    return str(path)
 
 
 def rounded(d: dict[str, float]) -> dict[str, float]:
@@ -479,6 +479,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--signals", type=Path, action="append", default=[], help="one agent's replayed sessions")
     ap.add_argument("--commits", type=Path, action="append", default=[], help="past-fix tasks over histories")
+    ap.add_argument("--stores", type=Path, default=None,
+                    help="the histories' memories the --commits searched (default: `store` beside each)")
     ap.add_argument("--projects", type=Path, action="append", default=[],
                     help="dated projects whose choices change (`project_data`): the time features' data")
     ap.add_argument("--check-signals", type=Path, action="append", default=[],
@@ -487,17 +489,23 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=Path("codemem/ranking/models"))
     ap.add_argument("--readme", type=Path, default=None, help="the model card whose generated section to rewrite")
     ap.add_argument("--report", type=Path, default=Path("/tmp/ranker/cv.json"))
+    ap.add_argument("--data-root", type=Path, default=None,
+                    help="name the data files in the card by their path under this folder (the training cache)")
+    ap.add_argument("--allow-dirty", action="store_true",
+                    help="train from a tree with uncommitted changes (the card says so)")
     args = ap.parse_args(argv)
     if not args.signals and not args.commits:
         ap.error("give --signals and/or --commits")
     t0 = time.perf_counter()
     # What the card says it was trained at: read before anything is written.
-    at = {"commit": git("rev-parse", "--short", "HEAD"),
-          "clean_tree": git("status", "--porcelain", "--untracked-files=no") == ""}
+    at = tree_state()
+    if not at["clean_tree"] and not args.allow_dirty:
+        raise SystemExit("the tree has uncommitted changes to tracked files: commit them first, or give "
+                         "--allow-dirty (the card then says the tree was dirty)")
     files = sorted(p / name for p in [*args.signals, *args.commits, *args.projects] for name in ("queries.jsonl", "cards.jsonl")
                    if (p / name).exists())
-    hashes = {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
-    every = ([q for p in args.signals for q in load_sessions(p)] + [q for p in args.commits for q in load_commits(p)]
+    hashes = {data_name(f, args.data_root): file_sha256(f) for f in files}
+    every = ([q for p in args.signals for q in load_sessions(p)] + [q for p in args.commits for q in load_commits(p, args.stores)]
              + [q for p in args.projects for q in load_sessions(p, kind="project")])
     checks = [q for p in args.check_signals for q in load_sessions(p, trains=False)]
     data = data_summary(every) | {"checks": dict(sorted(Counter(q.source for q in checks).items()))}
@@ -556,7 +564,7 @@ def main(argv: list[str] | None = None) -> None:
     ordered = [raw(model, np.asarray([p["related"]]))[0] > raw(model, np.asarray([p["other"]]))[0] for p in pairs]
     card = {
         "model_id": f"codemem-relevance-{data_hash[:8]}-{params['num_leaves']}x{params['n_estimators']}-{params['weighting']}",
-        "features": list(FEATURES), "candidate_depth": CANDIDATE_DEPTH,
+        "features": list(TRAINING_FEATURES), "candidate_depth": CANDIDATE_DEPTH,
         "params": {**FIXED, **params}, "calibration": {"kind": "platt", "a": a, "b": b, **calib},
         "search": search, "answer_shape": shape,
         "trained_on": {"data_sha256": hashes, **at, **data},
@@ -567,7 +575,7 @@ def main(argv: list[str] | None = None) -> None:
         "checks": {"contested_pairs": pairs, "ordered_right_in_sample": int(sum(ordered))},
         "fit_s": round(fit_s, 2), "total_s": round(time.perf_counter() - t0, 1),
         "machine": f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f}",
-        "gain_importance": dict(sorted(zip(FEATURES, map(float, model.booster_.feature_importance("gain")), strict=True),
+        "gain_importance": dict(sorted(zip(TRAINING_FEATURES, map(float, model.booster_.feature_importance("gain")), strict=True),
                                        key=lambda kv: -kv[1])),
     }
     (args.out / "ranker.json").write_text(json.dumps(card, indent=1) + "\n")

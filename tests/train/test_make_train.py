@@ -1,0 +1,143 @@
+"""`make train` end to end on a small fixture: the orchestrator's replay, ranker and decision
+steps run into a temporary cache, give a model the product loads and cards that say where they
+came from; a second run reuses every step; missing sources stop the run before any work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from codemem.contract.types import Message
+from codemem.ranking.learned import LearnedRanker
+from codemem.timeline.decisions import DecisionReader
+from train.__main__ import MISSING
+from train.__main__ import main as make_train
+from train.pipeline import execute, plan
+from train.provenance import file_sha256, tree_state
+from train.ranker.featureset import TRAINING_FEATURES, TRAINING_MONOTONE
+from train.steps import RankerData, decisions_step, ranker_step, replay_step
+
+SENTENCES = Path(__file__).resolve().parents[2] / "train" / "decisions" / "sentences.jsonl"
+# Three repositories; in each, the third and fourth tasks come back to the code of the first two
+# (same function, same file), the others are about something else.
+TOPICS = {
+    "dates": ("Timezone offset lost when serialising naive datetimes", "to_iso"),
+    "cache": ("Cache key collides for unicode paths", "resolve_cache_key"),
+    "colorbar": ("Colour bar ticks overlap on logarithmic axes", "tick_locator"),
+    "csv": ("CSV reader drops the last row without a newline", "read_rows"),
+    "auth": ("Token refresh loops forever after a clock skew", "refresh_token"),
+    "plot": ("Legend hides the data when placed at best", "place_legend"),
+}
+REPOS = {"pkg/a": ("dates", "cache"), "pkg/b": ("colorbar", "csv"), "pkg/c": ("auth", "plot")}
+
+
+def _messages(agent: str, problem: str, f: str, g: str) -> list[Message]:
+    """A small session in the agent's rendering: the task, a look at the code, the edit."""
+    if agent == "mini":
+        turns = [("user", f"<pr_description>\nConsider the following PR description:\n{problem}\n</pr_description>"),
+                 ("assistant", f"THOUGHT: Find {g}.\n\n```bash\ngrep -n {g} pkg/{f}.py\n```"),
+                 ("user", f"<returncode>0</returncode>\n<output>\n12:def {g}(value):\n</output>"),
+                 ("assistant", f"THOUGHT: Fix {g}.\n\n```bash\nsed -i 's/old/new/' pkg/{f}.py && git diff\n```"),
+                 ("user", f"<returncode>0</returncode>\n<output>\ndiff --git a/pkg/{f}.py b/pkg/{f}.py\n"
+                          f"@@ -12,2 +12,2 @@ def {g}(value):\n-    return old(value)\n+    return new(value)\n</output>")]
+    else:
+        call = {"id": "t1", "type": "function", "function": {"name": "edit_file", "arguments": {
+            "filePath": f"pkg/{f}.py", "old_string": f"def {g}(value): old", "new_string": f"def {g}(value): new"}}}
+        turns = [("user", f"## Issue\n{problem}"), ("assistant", f"Fix {g} in pkg/{f}.py.\n" + json.dumps(call)),
+                 ("user", json.dumps({"role": "tool", "tool_call_id": "t1", "content": f"Successfully edited pkg/{f}.py"}))]
+    return [Message(role=r, content=c) for r, c in turns]  # type: ignore[arg-type]
+
+
+def _fixture(root: Path) -> tuple[Path, dict[str, Path], Path]:
+    """A `swe-verified-reuse`-shaped task folder, two agents' exported sessions, and a small
+    share of the decision sentences (both labels)."""
+    tasks, links = [], []
+    for repo, (first, second) in REPOS.items():
+        owner, name = repo.split("/")
+        for n, topic in enumerate((first, second, first, second, first), 1):
+            problem, g = TOPICS[topic]
+            tasks.append({"instance_id": f"{owner}__{name}-{n}", "repo": repo, "number": n,
+                          "problem_statement": f"{problem} (report {n})", "topic": topic, "g": g})
+        for n in (3, 4, 5):
+            earlier = [f"{owner}__{name}-{m}" for m in range(1, n) if tasks[-5 + m - 1]["topic"] == tasks[-5 + n - 1]["topic"]]
+            links.append({"query": f"{owner}__{name}-{n}", "same_file": earlier, "same_function": earlier[:1]})
+    data = root / "swe-verified-reuse"
+    data.mkdir()
+    (data / "tasks.jsonl").write_text("".join(json.dumps({k: v for k, v in t.items() if k not in ("topic", "g")}) + "\n"
+                                              for t in tasks))
+    (data / "links.json").write_text(json.dumps(links))
+    sessions = {}
+    for agent in ("mini", "vorflux"):
+        folder = sessions[agent] = root / "sessions" / agent
+        folder.mkdir(parents=True)
+        for t in tasks:
+            messages = _messages(agent, str(t["problem_statement"]), str(t["topic"]), str(t["g"]))
+            (folder / f"{t['instance_id']}.jsonl").write_bytes(b"".join(msgspec.json.encode(m) + b"\n" for m in messages))
+    rows = [json.loads(line) for line in SENTENCES.read_text().splitlines() if line.strip()]
+    few = [r for r in rows if r["label"] == 1][:40] + [r for r in rows if r["label"] == 0][:40]
+    sentences = root / "sentences.jsonl"
+    sentences.write_text("".join(json.dumps(r) + "\n" for r in few))
+    return data, sessions, sentences
+
+
+def test_the_ranker_and_decision_steps_train_on_a_fixture_and_a_rerun_reuses_them(tmp_path: Path,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    data, sessions, sentences = _fixture(tmp_path)
+    steps = [replay_step("replay", sessions, ["mini", "vorflux", "mixed"], data),
+             ranker_step(RankerData(signals=(("replay", "mini"), ("replay", "mixed")), checks=(("replay", "vorflux"),)),
+                         allow_dirty=True, install_root=None),
+             decisions_step(sentences, allow_dirty=True, install_root=None)]
+    cache, mirrors, tree = tmp_path / "cache", tmp_path / "no-mirrors", tree_state()
+    planned = plan(steps, cache, mirrors, tree)
+    assert all(p.key and not p.missing and not p.cached for p in planned)
+    outputs = execute(planned, cache, mirrors, install=False)
+
+    ranker = LearnedRanker.load(outputs["ranker"])  # the product loads what the step wrote
+    assert ranker.features == TRAINING_FEATURES
+    card = json.loads((outputs["ranker"] / "ranker.json").read_text())
+    assert card["features"] == list(TRAINING_FEATURES)
+    assert card["params"]["monotone_constraints"] == list(TRAINING_MONOTONE)
+    at = card["trained_on"]
+    assert (at["commit"], at["clean_tree"]) == (tree["commit"], tree["clean_tree"])
+    # The data it read, named by path in the cache and hashed by content.
+    for replay in ("mini", "mixed"):
+        for name in ("queries.jsonl", "cards.jsonl"):
+            path = outputs["replay"] / replay / name
+            assert at["data_sha256"][str(path.relative_to(cache))] == file_sha256(path)
+    assert at["checks"] == {"vorflux": 12} and at["repositories"] == 3 and at["ranked_queries"] > 0
+
+    decisions = outputs["decisions"] / "decisions.json"
+    reader = DecisionReader.load(decisions)
+    assert reader.threshold > 0
+    trained_on = json.loads(decisions.read_text())["trained_on"]
+    assert trained_on["sha256"] == file_sha256(sentences) and (trained_on["decisions"], trained_on["others"]) == (40, 40)
+    assert (trained_on["commit"], trained_on["clean_tree"]) == (tree["commit"], tree["clean_tree"])
+
+    # Nothing changed: the same keys, every step reused, nothing run.
+    capsys.readouterr()
+    again = plan(steps, cache, mirrors, tree)
+    assert [p.key for p in again] == [p.key for p in planned] and all(p.cached for p in again)
+    before = {name: (out / "step.json").stat().st_mtime_ns for name, out in outputs.items()}
+    execute(again, cache, mirrors, install=False)
+    assert {name: (out / "step.json").stat().st_mtime_ns for name, out in outputs.items()} == before
+    assert capsys.readouterr().out.count(": cached") == 3
+    # Other data is another key for the steps that read it, and only for those.
+    sentences.write_text(sentences.read_text() + json.dumps({"text": "We moved CI to the new runners.", "label": 1}) + "\n")
+    changed = plan(steps, cache, mirrors, tree)
+    assert [p.cached for p in changed] == [True, True, False]
+
+
+def test_missing_sources_stop_the_run_before_any_work_and_say_what_to_fetch(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    cache = tmp_path / "cache"
+    code = make_train(["--cache", str(cache), "--mirrors", str(tmp_path / "mirrors"), "--allow-dirty", "--no-install"])
+    out = capsys.readouterr().out
+    assert code == MISSING
+    assert f"training cache: {cache}" in out
+    assert "fetch github:gruckion/mini-swe-agent  (commit d12a71affd95403b036b2bdbd827349b77bfffb9" in out
+    assert "fetch github:kuppireddypravalika/MSWE-validation-dataset  (commit f3788671" in out
+    assert "fetch github:sympy/sympy" in out
+    assert not cache.exists()  # nothing was run, not even the decision reader that needs no source

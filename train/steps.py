@@ -1,0 +1,163 @@
+"""The steps that rebuild every shipped model, in order: the agent replays, the past-fix
+histories and their searches, the dated projects where the model reads time features, the
+relevance model, the decision reader (`python -m train` runs them; `train.pipeline` caches them).
+
+The step builders take their data as arguments, so that a test can run the same steps on a
+small fixture (`tests/train/test_make_train.py`); `shipped` names the real sources.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from train.mirrors import MULTI_SWE_BENCH, Source, agent_run, histories
+from train.pipeline import PathOf, Step
+from train.provenance import REPO_ROOT
+from train.ranker.featureset import uses_time_features
+
+# The code every data step runs: the product's ingest, retrievers and features, and the rules.
+CORE = ("codemem", "parsers", "pyproject.toml", "train/data.py", "eval/_paths.py")
+MIXED = "mixed"
+# The shipped model trains on the MIT-licensed agents and their mixed replay; the OpenHands
+# sessions (no license stated) are scored as a check, never trained on (train/ranker/README.md).
+TRAINED_AGENTS = ("mini", "vorflux")
+CHECK_AGENTS = ("openhands",)
+
+
+def replay_step(name: str, sessions: Mapping[str, Source | Path], replays: Sequence[str], tasks: Path) -> Step:
+    """`train.ranker.build_data`: the tasks of `tasks` (a `swe-verified-reuse` folder) replayed
+    as each agent's sessions, read from its run's mirror at its pinned commit (a `Source`) or
+    from an exported folder (a `Path`, hashed by content); each replay to `OUT/<replay>/`."""
+    mirrors = {agent: s for agent, s in sessions.items() if isinstance(s, Source)}
+    folders = {f"sessions-{agent}": s for agent, s in sessions.items() if isinstance(s, Path)}
+
+    def argv(path: PathOf) -> list[str]:
+        agents = []
+        for agent, s in sessions.items():
+            where = f"{path('source:' + agent)}@{s.commit}" if isinstance(s, Source) and s.commit \
+                else path(f"source:{agent}") if isinstance(s, Source) else path(f"input:sessions-{agent}")
+            agents += ["--agent", f"{agent}={where}"]
+        return ["--data", path("input:tasks"), *agents, "--replays", ",".join(replays), "--out", path("out")]
+
+    return Step(name, "train.ranker.build_data", argv,
+                code=(*CORE, "train/ranker/build_data.py", "train/ranker/agents.py"),
+                inputs={"tasks": tasks, **folders}, sources=mirrors)
+
+
+def pastfix_step(shared: Path) -> Step:
+    """`train.past_fixes.build_data`: bug reports over the histories' first-parent lines, each
+    history's window imported into its own memory (the longest step: about 70 min of 2 cores)."""
+    return Step("pastfix", "train.past_fixes.build_data",
+                lambda path: ["--mirrors", path("mirrors"), "--data", path("input:tasks"), "--out", path("out")],
+                code=(*CORE, "train/past_fixes"),
+                inputs={"tasks": shared / "swe-verified-reuse" / "tasks.jsonl", **exclusion_inputs(shared)},
+                sources={"multi-swe-bench": MULTI_SWE_BENCH, **{s.repository: s for s in histories()}},
+                env={"CODEMEM_SHARED_DATA": str(shared)})
+
+
+def exclusion_inputs(shared: Path) -> dict[str, Path]:
+    """The evaluation sets' task lists the past-fix builder keeps out (`train.data.evaluation_task_keys`)."""
+    lite = shared / "swe-contextbench-lite"
+    return {"lite-index": lite / "trajectories_index.json", "lite-related": lite / "related_tasks.jsonl",
+            "past-fixes-dev": shared / "past-fixes-dev" / "tasks.json"}
+
+
+def commits_step(pastfix: str = "pastfix") -> Step:
+    """`train.ranker.commit_data`: every past-fix report searched over its history (~5 min)."""
+    return Step("commits", "train.ranker.commit_data",
+                lambda path: ["--store", f"{path('after:' + pastfix)}/store", "--tasks",
+                              f"{path('after:' + pastfix)}/tasks.json", "--out", path("out")],
+                code=(*CORE, "train/ranker/commit_data.py", "train/ranker/build_data.py"), after=(pastfix,))
+
+
+def projects_step(folders: Mapping[str, Path]) -> Step:
+    """`train.ranker.project_data`: the dated projects, for a model that reads time features."""
+    return Step("projects", "train.ranker.project_data",
+                lambda path: [*(a for name in folders for a in ("--projects", path(f"input:{name}"))), "--out", path("out")],
+                code=(*CORE, "train/ranker/project_data.py", "train/ranker/build_data.py"), inputs=dict(folders))
+
+
+@dataclass(frozen=True)
+class RankerData:
+    """Where the relevance model's data comes from: (step, replay) pairs trained on and scored
+    as checks, the past-fix searches and the stores they searched, the dated projects."""
+
+    signals: tuple[tuple[str, str], ...]
+    checks: tuple[tuple[str, str], ...] = ()
+    commits: str | None = None
+    stores: str | None = None  # the step whose `store/` the commits searched
+    projects: str | None = None
+
+
+def ranker_step(data: RankerData, allow_dirty: bool, install_root: Path | None) -> Step:
+    """`train.ranker.train`: the relevance model and its card; installed as package data with
+    the card's generated section of `train/ranker/README.md`."""
+    def argv(path: PathOf) -> list[str]:
+        args = [a for step, replay in data.signals for a in ("--signals", f"{path('after:' + step)}/{replay}")]
+        args += [a for step, replay in data.checks for a in ("--check-signals", f"{path('after:' + step)}/{replay}")]
+        if data.commits:
+            args += ["--commits", path(f"after:{data.commits}")]
+        if data.stores:
+            args += ["--stores", f"{path('after:' + data.stores)}/store"]
+        if data.projects:
+            args += ["--projects", path(f"after:{data.projects}")]
+        args += ["--out", path("out"), "--report", f"{path('out')}/cv.json", "--data-root", path("cache")]
+        return args + (["--allow-dirty"] if allow_dirty else [])
+
+    after = tuple(dict.fromkeys([s for s, _ in (*data.signals, *data.checks)]
+                                + [s for s in (data.commits, data.stores, data.projects) if s]))
+    return Step("ranker", "train.ranker.train", argv,
+                code=(*CORE, "train/provenance.py", "train/ranker/train.py", "train/ranker/featureset.py",
+                      "train/ranker/build_data.py", "eval/replay/fusion.py"),
+                after=after, at_head=True, install=None if install_root is None else install_ranker(install_root))
+
+
+def install_ranker(root: Path) -> Callable[[Path], list[Path]]:
+    """Copies the model and its card into the package and rewrites the README's generated section
+    from the card (so a cached model installs the same section it was trained with)."""
+    def install(out: Path) -> list[Path]:
+        from train.ranker.train import markdown, write_readme
+
+        models = root / "codemem" / "ranking" / "models"
+        written = [Path(shutil.copyfile(out / name, models / name)) for name in ("ranker.txt", "ranker.json")]
+        readme = root / "train" / "ranker" / "README.md"
+        write_readme(readme, markdown(json.loads((models / "ranker.json").read_text())))
+        return [*written, readme]
+    return install
+
+
+def decisions_step(sentences: Path, allow_dirty: bool, install_root: Path | None) -> Step:
+    """`train.decisions.train`: the decision reader (model and card in one file)."""
+    def install(out: Path) -> list[Path]:
+        assert install_root is not None
+        return [Path(shutil.copyfile(out / "decisions.json", install_root / "codemem" / "timeline" / "models" / "decisions.json"))]
+
+    return Step("decisions", "train.decisions.train",
+                lambda path: ["--data", path("input:sentences"), "--out", f"{path('out')}/decisions.json",
+                              *(["--allow-dirty"] if allow_dirty else [])],
+                code=(*CORE, "train/provenance.py", "train/decisions/train.py"), inputs={"sentences": sentences},
+                at_head=True, install=None if install_root is None else install)
+
+
+def shipped(shared: Path, allow_dirty: bool, install_root: Path | None = REPO_ROOT) -> list[Step]:
+    """Every step that rebuilds the shipped models from public sources, in order."""
+    tasks = shared / "swe-verified-reuse"
+    steps = [replay_step(f"replay-{agent}", {agent: agent_run(agent)}, [agent], tasks)
+             for agent in (*TRAINED_AGENTS, *CHECK_AGENTS)]
+    steps.append(replay_step(f"replay-{MIXED}", {a: agent_run(a) for a in TRAINED_AGENTS}, [MIXED], tasks))
+    steps += [pastfix_step(shared), commits_step()]
+    projects = None
+    if uses_time_features():
+        steps.append(projects_step({"timeline": REPO_ROOT / "eval" / "data" / "timeline",
+                                    "projects": REPO_ROOT / "train" / "ranker" / "projects"}))
+        projects = "projects"
+    data = RankerData(signals=tuple((f"replay-{a}", a) for a in (*TRAINED_AGENTS, MIXED)),
+                      checks=tuple((f"replay-{a}", a) for a in CHECK_AGENTS), commits="commits", stores="pastfix",
+                      projects=projects)
+    steps += [ranker_step(data, allow_dirty, install_root),
+              decisions_step(REPO_ROOT / "train" / "decisions" / "sentences.jsonl", allow_dirty, install_root)]
+    return steps
