@@ -41,8 +41,7 @@ def tree_state(root: Path = REPO_ROOT) -> TreeState:
 
 def changed_paths(root: Path = REPO_ROOT) -> list[str]:
     """The tracked files that differ from HEAD (what makes the tree dirty)."""
-    status = git("status", "--porcelain", "--untracked-files=no", root=root) or ""
-    return sorted(line[3:] for line in status.splitlines() if line.strip())
+    return sorted(p for p in (git("diff", "--name-only", "HEAD", root=root) or "").splitlines() if p)
 
 
 def file_sha256(path: Path) -> str:

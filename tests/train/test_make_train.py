@@ -18,9 +18,10 @@ from train.__main__ import main as make_train
 from train.pipeline import execute, plan
 from train.provenance import file_sha256, tree_state
 from train.ranker.featureset import TRAINING_FEATURES, TRAINING_MONOTONE
-from train.steps import RankerData, decisions_step, ranker_step, replay_step
+from train.steps import RankerData, decisions_step, install_ranker, ranker_step, replay_step
 
 SENTENCES = Path(__file__).resolve().parents[2] / "train" / "decisions" / "sentences.jsonl"
+README = Path(__file__).resolve().parents[2] / "train" / "ranker" / "README.md"
 # Three repositories; in each, the third and fourth tasks come back to the code of the first two
 # (same function, same file), the others are about something else.
 TOPICS = {
@@ -108,6 +109,16 @@ def test_the_ranker_and_decision_steps_train_on_a_fixture_and_a_rerun_reuses_the
             path = outputs["replay"] / replay / name
             assert at["data_sha256"][str(path.relative_to(cache))] == file_sha256(path)
     assert at["checks"] == {"vorflux": 12} and at["repositories"] == 3 and at["ranked_queries"] > 0
+
+    # Installed as the package's model, its card's figures into the README's generated section.
+    root = tmp_path / "checkout"
+    (root / "codemem" / "ranking" / "models").mkdir(parents=True)
+    (root / "train" / "ranker").mkdir(parents=True)
+    (root / "train" / "ranker" / "README.md").write_text(README.read_text())
+    written = install_ranker(root)(outputs["ranker"])
+    assert LearnedRanker.load(root / "codemem" / "ranking" / "models").model_id == card["model_id"]
+    section = (root / "train" / "ranker" / "README.md").read_text()
+    assert f"model `{card['model_id']}`" in section and f"at `{tree['commit']}`" in section and len(written) == 3
 
     decisions = outputs["decisions"] / "decisions.json"
     reader = DecisionReader.load(decisions)
