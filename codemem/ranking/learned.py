@@ -1,6 +1,8 @@
 """The relevance model: a pointwise LightGBM model over `ranking/features.py`, shipped as
 package data (`models/ranker.txt`, its card `models/ranker.json`, trained by
 `train/ranker/train.py` on public agent sessions and public histories; `train/ranker/README.md`).
+A Search scores it with `ranking/trees.py` (numpy, equal to LightGBM's own predictions), not
+with lightgbm, whose import brings scikit-learn and SciPy: most of a cold `codemem search`.
 
 It scores the candidate experiences (`features.candidates`) and maps each score to P(related)
 with the Platt calibration fitted on out-of-fold scores; that probability orders them, decides
@@ -24,6 +26,7 @@ import numpy as np
 
 from codemem.ranking.features import CANDIDATE_DEPTH, FEATURES, candidate_features, candidates
 from codemem.ranking.relevance import SessionSignals
+from codemem.ranking.trees import Trees, UnsupportedModel
 from codemem.ranking.types import Ranking
 
 MODEL_FILE = "ranker.txt"
@@ -42,7 +45,7 @@ def model_card(directory: Path = MODELS) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LearnedRanker:
-    booster: Any  # lightgbm.Booster
+    trees: Trees  # the LightGBM model file, evaluated with numpy
     model_id: str
     platt: tuple[float, float]
     features: tuple[str, ...]  # the columns it reads, named by its card
@@ -51,8 +54,6 @@ class LearnedRanker:
     @classmethod
     def load(cls, directory: Path = MODELS) -> LearnedRanker:
         """The model in `directory` (default: the packaged one)."""
-        import lightgbm  # imported by the first Search, not by `import codemem`
-
         card = model_card(directory)
         names = tuple(str(f) for f in card.get("features", ()))
         if not names or any(f not in FEATURES for f in names):
@@ -62,11 +63,14 @@ class LearnedRanker:
         if card.get("candidate_depth") != CANDIDATE_DEPTH:
             raise ModelMismatch(f"{directory / MODEL_FILE} was trained on the first {card.get('candidate_depth')} "
                                 f"of each ranking, this code reads {CANDIDATE_DEPTH}: retrain it")
-        booster = lightgbm.Booster(model_file=str(directory / MODEL_FILE))
-        if booster.num_feature() != len(names):
-            raise ModelMismatch(f"{directory / MODEL_FILE} reads {booster.num_feature()} features, its card names {len(names)}")
+        try:
+            trees = Trees.load(directory / MODEL_FILE)
+        except UnsupportedModel as e:
+            raise ModelMismatch(f"{directory / MODEL_FILE}: {e}") from e
+        if trees.num_feature != len(names):
+            raise ModelMismatch(f"{directory / MODEL_FILE} reads {trees.num_feature} features, its card names {len(names)}")
         calibration = card["calibration"]
-        return cls(booster, str(card["model_id"]), (float(calibration["a"]), float(calibration["b"])),
+        return cls(trees, str(card["model_id"]), (float(calibration["a"]), float(calibration["b"])),
                    names, tuple(FEATURES.index(f) for f in names))
 
     def probabilities(self, raw: np.ndarray) -> np.ndarray:
@@ -76,15 +80,15 @@ class LearnedRanker:
 
     def rank(self, signals: SessionSignals, explain: int = 0, top: int = 3) -> Ranking:
         """Each candidate's P(related), and for the `explain` most probable the `top` features
-        whose LightGBM contributions moved their scores most."""
+        whose contributions (SHAP values, as LightGBM's `pred_contrib`) moved their scores most."""
         keys = candidates(signals)
         vectors = candidate_features(signals, keys)
         x = np.asarray([vectors[k] for k in keys], dtype=np.float64).reshape(len(keys), len(FEATURES))[:, self.columns]
-        p = self.probabilities(self.booster.predict(x, raw_score=True)) if keys else np.zeros(0)
+        p = self.probabilities(self.trees.raw_score(x)) if keys else np.zeros(0)
         scores = {k: float(v) for k, v in zip(keys, p, strict=True)}
         reasons: dict[str, dict[str, float]] = {}
         if first := [int(i) for i in np.argsort(-p, kind="stable")[:explain]]:
-            contrib = self.booster.predict(x[first], pred_contrib=True)
+            contrib = self.trees.contributions(x[first])
             for i, row in zip(first, contrib, strict=True):
                 order = np.argsort(-np.abs(row[:-1]))[:top]  # the last column is the bias
                 reasons[keys[i]] = {self.features[j]: round(float(row[j]), 3) for j in order}

@@ -135,7 +135,7 @@ class Searcher:
         """The ranker given at construction, else the packaged relevance model (loaded by the
         first Search)."""
         if self._ranker is None:
-            from codemem.ranking.learned import packaged  # lightgbm is imported by the first Search
+            from codemem.ranking.learned import packaged  # the model is read by the first Search
 
             self._ranker = packaged()
         return self._ranker

@@ -4,7 +4,8 @@ directory) and the first `search_memory` call of a fresh `codemem mcp` after its
 
 Everything runs in a temporary home (XDG_DATA_HOME, XDG_CACHE_HOME), over a repository's
 history imported by `codemem ingest-git` as the README shows; the import also caches the
-ONNX query encoder, as it does for a user. Targets (issue 17): both <= 2 s at p50.
+ONNX query encoder, as it does for a user. Targets at p50: a cold search <= 1 s (issue 47),
+the others <= 2 s (issue 17).
 
     python -m eval.load.cli_latency --out eval/results/tmp/cli_latency
     python -m eval.load.cli_latency --repo . --max-commits 40 --runs 5
@@ -32,7 +33,8 @@ from eval._provenance import header, provenance, write_result
 from eval._server import free_port
 
 QUERY = "server returns 500 when the request body is too large"
-TARGET_S = 2.0
+TARGET_S = 2.0  # a first answer beside a server, and from MCP
+COLD_TARGET_S = 1.0  # a cold `codemem search`
 
 
 def _codemem(*args: str) -> list[str]:
@@ -135,17 +137,18 @@ def run(repo: Path, max_commits: int, runs: int) -> dict[str, Any]:
             "handshake_p50_s": round(statistics.median(m["handshake_s"] for m in mcp), 3),
             "second_call_p50_s": round(statistics.median(m["second_call_s"] for m in mcp), 3)},
         "target_s": TARGET_S,
+        "cold_target_s": COLD_TARGET_S,
     }
 
 
 def report(result: dict[str, Any]) -> str:
-    rows = [("cold `codemem search` (no server)", result["cold_search"]),
-            ("`codemem search` beside `codemem serve`", result["search_with_server"]),
-            ("MCP first `search_memory` after the handshake", result["mcp_first_call"])]
-    lines = ["| what | p50 s | min s | max s | runs | target <= 2 s |", "|---|---:|---:|---:|---:|---|"]
-    for name, r in rows:
-        met = "met" if r["p50_s"] <= TARGET_S else "not met"
-        lines.append(f"| {name} | {r['p50_s']} | {r['min_s']} | {r['max_s']} | {r['runs']} | {met} |")
+    rows = [("cold `codemem search` (no server)", result["cold_search"], COLD_TARGET_S),
+            ("`codemem search` beside `codemem serve`", result["search_with_server"], TARGET_S),
+            ("MCP first `search_memory` after the handshake", result["mcp_first_call"], TARGET_S)]
+    lines = ["| what | p50 s | min s | max s | runs | target (p50) |", "|---|---:|---:|---:|---:|---|"]
+    for name, r, target in rows:
+        met = "met" if r["p50_s"] <= target else "not met"
+        lines.append(f"| {name} | {r['p50_s']} | {r['min_s']} | {r['max_s']} | {r['runs']} | <= {target:g} s: {met} |")
     m, s = result["machine"], result["setup"]
     lines += ["", f"{m['cpus']} CPUs, load average {m['load_average_before']} before, "
               f"{m['load_average_after']} after; `import lancedb` alone took {s['lancedb_import_s']} s. "
