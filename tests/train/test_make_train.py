@@ -18,6 +18,7 @@ from train.__main__ import main as make_train
 from train.pipeline import execute, plan
 from train.provenance import file_sha256, tree_state
 from train.ranker.featureset import TRAINING_FEATURES, TRAINING_MONOTONE
+from train.ranker.train import main as train_ranker
 from train.steps import RankerData, decisions_step, install_ranker, ranker_step, replay_step
 
 SENTENCES = Path(__file__).resolve().parents[2] / "train" / "decisions" / "sentences.jsonl"
@@ -109,6 +110,17 @@ def test_the_ranker_and_decision_steps_train_on_a_fixture_and_a_rerun_reuses_the
             path = outputs["replay"] / replay / name
             assert at["data_sha256"][str(path.relative_to(cache))] == file_sha256(path)
     assert at["checks"] == {"vorflux": 12} and at["repositories"] == 3 and at["ranked_queries"] > 0
+
+    # Trained again on the same data: the same model, byte for byte; the card differs only in the
+    # run's times and the machine's load.
+    record = json.loads((outputs["ranker"] / "step.json").read_text())
+    again_out = tmp_path / "again"
+    train_ranker([str(again_out) if a == str(outputs["ranker"]) else a.replace(str(outputs["ranker"]), str(again_out))
+                  for a in record["argv"]])
+    assert (again_out / "ranker.txt").read_bytes() == (outputs["ranker"] / "ranker.txt").read_bytes()
+    timing = ("fit_s", "total_s", "machine")
+    second = json.loads((again_out / "ranker.json").read_text())
+    assert {k: v for k, v in second.items() if k not in timing} == {k: v for k, v in card.items() if k not in timing}
 
     # Installed as the package's model, its card's figures into the README's generated section.
     root = tmp_path / "checkout"

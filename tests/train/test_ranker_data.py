@@ -102,3 +102,11 @@ def test_each_replay_writes_rows_that_name_their_task_and_agent(tmp_path: Path) 
 def test_an_evaluation_set_is_refused_as_an_agent_s_sessions(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="never training data"):
         main(["--agent", f"mini={tmp_path / EXCLUDED[0]}", "--out", str(tmp_path / "out")])
+
+
+def test_an_agent_run_is_read_at_the_commit_its_argument_pins() -> None:
+    from train.ranker.build_data import parse_agent
+
+    assert parse_agent("mini=/m/gruckion+mini-swe-agent/repo@d12a71a") == ("mini", (Path("/m/gruckion+mini-swe-agent/repo"), "d12a71a"))
+    assert parse_agent("vorflux=/data/sessions/vorflux") == ("vorflux", (Path("/data/sessions/vorflux"), "HEAD"))
+    assert parse_agent("mini=/home/me@work/sessions") == ("mini", (Path("/home/me@work/sessions"), "HEAD"))
