@@ -158,12 +158,11 @@ def search(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def no_match(user_id: str, names: Sequence[str], data_dir: str) -> str:
-    """Why a search found nothing: nothing closely related in a memory that holds something
-    (`codemem.ranking.evidence`), or no memory
-    by that name (with the names it might have meant, from the user ids stored: `names`)."""
+    """Why a search found nothing: nothing in a memory that holds something came close
+    enough to answer (a conversation's turns, `codemem.timeline.turns`), or no memory by that
+    name (with the names it might have meant, from the user ids stored: `names`)."""
     if user_id in names:
-        return (f"Nothing closely related in the memory of {user_id}: no experience there shares this query's "
-                "code, most of its words or its meaning.")
+        return f"Nothing closely related in the memory of {user_id}: nothing there came close to this query."
     lower = {name.lower(): name for name in names}
     near = [lower[n] for n in difflib.get_close_matches(user_id.lower(), list(lower), n=3, cutoff=0.6)]
     text = f"The memory of {user_id} is empty: {data_dir} holds nothing for that user_id."

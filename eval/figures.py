@@ -34,6 +34,9 @@ FILE_LABELS: dict[str, str] = {
     "ceiling.json": "held-out",
     # The commit-only knobs were chosen on training tasks (train/past_fixes), these 21 validate.
     "past_fixes.json": "validation",
+    # Each gate's cost and saving on the dev sets; the thresholds were chosen on training folds.
+    "gates.json": "validation",
+    "gates-before.json": "validation",
     "past_fixes_cv.json": "held-out",
     "past_fixes_train_cv.json": "training",
     "fusion_train_cv.json": "training",

@@ -15,8 +15,7 @@ from codemem.compact import MAX_NAMED, Brief, CompactAnswer, card_and_evidence
 from codemem.contract.types import Hit, TextPart
 from codemem.experience.building.render import short_card
 
-NOTHING = ("Nothing closely related in the memory of {user_id}: no past experience there shares this "
-           "query's code, most of its words or its meaning (or the memory is empty).")
+NOTHING = "Nothing closely related in the memory of {user_id}: nothing there came close to this query (or the memory is empty)."
 
 
 def search_answer(answer: CompactAnswer, user_id: str, max_tokens: int) -> str:

@@ -52,8 +52,8 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
     `shape.evidence_chars`, none by default); each other
     experience in `related` (P at least the quiet threshold) is its whole card, and every
     other one a short card (its task's headline and outcome, at most `shape.short_card_chars`:
-    `Memory.experience` opens it). A `quiet` answer (no experience related) is at most
-    `shape.quiet_experiences` experiences, the first with `shape.quiet_first_evidence_chars` of
+    `Memory.experience` opens it). A `quiet` answer (no experience related) is the
+    `shape.named_experiences` best experiences, the first with `shape.quiet_first_evidence_chars` of
     evidence and the others short cards, within
     `shape.quiet_budget_tokens`: a reader learns what the memory holds nearby without reading
     tens of thousands of tokens of it. Evidence that cannot be inlined (images) follows the
@@ -65,7 +65,7 @@ def build(groups: Sequence[FoundExperience], read: Callable[[list[str]], list[Ca
         budget = min(shape.budget_tokens or shape.quiet_budget_tokens, shape.quiet_budget_tokens)
         shape = dataclasses.replace(shape, budget_tokens=budget)
         first_chars = shape.quiet_first_evidence_chars
-    groups = groups[: min(top_k, shape.quiet_experiences if quiet else shape.experiences)]
+    groups = groups[: min(top_k, shape.named_experiences if quiet else shape.experiences)]
     inlined = {g.session_key: g.evidence[: shape.first_evidence_items if i == 0 else shape.evidence_items]
                for i, g in enumerate(groups)}
     evidence = [e.id for g in groups for e in g.evidence]  # the first experience's first

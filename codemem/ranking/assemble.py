@@ -30,17 +30,19 @@ def group_by_session(
     card_of: Callable[[str], str],
     limit: int,
     floor: float = 0.0,
+    kept: int = 0,
 ) -> list[FoundExperience]:
     """The `limit` best sessions, each with its card and its other matching `items` (in the
     order given). Every session has a card, written with its first chunk, with the id
     `card_of(session key)`: a session found through its steps or messages gets it too.
 
-    Sessions scoring below `floor` times the best session's score are left out: what only
-    one retriever's tail found is noise, not padding for a reader's window."""
+    Sessions past the first `kept` scoring below `floor` times the best session's score are
+    left out: what only one retriever's tail found is noise, not padding for a reader's
+    window; the first `kept` stay whatever their scores (an answer names them)."""
     order = sorted(scores, key=lambda key: scores[key], reverse=True)[:limit]
     if order and floor > 0:
         least = floor * scores[order[0]]
-        order = [key for key in order if scores[key] >= least]
+        order = order[:kept] + [key for key in order[kept:] if scores[key] >= least]
     groups = {key: FoundExperience(key, scores[key], Candidate(card_of(key), 0.0, {"session_key": key, "kind": "card"}))
               for key in order}
     for item in items:

@@ -37,13 +37,14 @@ DEFAULT_SEARCH = SearchConfig(
         # headline and outcome: `Memory.experience` opens it whole); related ones in full.
         experiences=24,
         short_card_chars=300,
-        # A quiet answer (nothing related): the three nearest experiences, the first with a
-        # little evidence (a search for an exact string still shows where it was said), the
-        # others as short cards a reader can open, and room for a small memory's images after
-        # them (set by hand, not searched: an answer with nothing in it should cost little).
+        # A quiet answer (nothing related): the five nearest experiences (every answer names
+        # its first five, `named_experiences`), the first with a little evidence (a search for
+        # an exact string still shows where it was said), the others as short cards a reader can
+        # open, and room for a small memory's images after them (set by hand, not searched: an
+        # answer with nothing in it should cost little).
         quiet_first_evidence_chars=2_000,
         quiet_budget_tokens=8_000,
-        quiet_experiences=3,
+        named_experiences=5,
     ),
     turns=DEFAULT_TURNS,
 )

@@ -86,17 +86,13 @@ class Retrieval:
 @dataclass(frozen=True)
 class Calibration:
     """What the relevance model's calibrated P(related) decides (`ranking/learned.py`): below
-    `quiet_below` for every experience the answer is quiet, and an experience whose P is below
-    `relevance_floor` times the best one's is left out. Both are the model's own, chosen on its
-    training folds and kept in its card (`models/ranker.json`, "search"). And whether an answer
-    is empty when the memory holds nothing closely related to the query at all
-    (`ranking/evidence.py`)."""
+    `quiet_below` for every experience the answer is quiet, and an experience past the ones
+    every answer names (`AnswerShape.named_experiences`) whose P is below `relevance_floor`
+    times the best one's is left out. Both are the model's own, chosen on its training folds
+    and kept in its card (`models/ranker.json`, "search")."""
 
     quiet_below: float  # 0: never quiet
     relevance_floor: float  # 0: none left out
-    # False where every stored item may matter however little it shares with the question
-    # (MemoryArena's earlier subtasks).
-    empty_when_unrelated: bool = True
 
     def __post_init__(self) -> None:
         _share(self, "quiet_below")
@@ -123,11 +119,14 @@ class AnswerShape:
     # short card of at most `short_card_chars` (`experience/building/render.short_card`).
     experiences: int
     short_card_chars: int
-    # A quiet answer: at most `quiet_experiences` experiences, the first with this much
-    # evidence, the others short cards, all within `quiet_budget_tokens`.
+    # A quiet answer: the first experience with this much evidence, the others short cards,
+    # all within `quiet_budget_tokens`.
     quiet_first_evidence_chars: int
     quiet_budget_tokens: int
-    quiet_experiences: int = 3
+    # Every answer names at least its first `named_experiences` experiences (as many as top_k
+    # allows): a gate (quiet, the relevance floor) shortens what is shown of them, never drops
+    # one, so none costs a gold the model ranked that high. A quiet answer is exactly these.
+    named_experiences: int = 5
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

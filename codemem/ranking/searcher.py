@@ -22,7 +22,6 @@ from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION
 from codemem.ranking import answer
 from codemem.ranking.assemble import group_by_session
-from codemem.ranking.evidence import ITEMS_READ, nothing_related
 from codemem.ranking.features import candidates
 from codemem.ranking.fields import field_matches
 from codemem.ranking.locations import ticket_refs
@@ -106,12 +105,8 @@ class Searcher:
             return turns.answer(text, items, session_scores(items), max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, self.store.vectors, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
                                 config.turns, quiet=config.calibration.quiet_below > 0)
-        # Like quietness, judged for experiences of work, not for people talking (above).
-        if config.calibration.empty_when_unrelated and nothing_related(
-                signals, text, lambda: (str(c.fields["text"]) for c in self.store.by_ids([c.id for c in items[:ITEMS_READ]])),
-                lambda: self.indexes.fields.get(user_key, cards, version)):
-            return []  # nothing closely related: no code, no close text, no item that holds most of its words
-        groups = group_by_session(items, scores, card_id, req.top_k, config.calibration.relevance_floor)
+        groups = group_by_session(items, scores, card_id, req.top_k, config.calibration.relevance_floor,
+                                  kept=shape.named_experiences)
         why = {g.session_key: explain(signals, g.session_key, ranking) for g in groups}
         quiet_below = config.calibration.quiet_below
         related = {g.session_key for g in groups if ranking.relevance.get(g.session_key, 0.0) >= quiet_below}

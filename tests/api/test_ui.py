@@ -86,9 +86,12 @@ def test_each_memory_links_to_a_search_of_it(filled: TestClient) -> None:
     assert "Choose one of" not in filled.get("/ui/search?user_id=alice").text
 
 
-def test_a_search_that_nothing_relates_to_says_so(filled: TestClient) -> None:
+def test_a_search_that_nothing_relates_to_says_so_and_shows_the_nearest(filled: TestClient) -> None:
     page = filled.get("/ui/search?user_id=alice&q=" + quote("Plombrix quervane stollicut yarbenthal")).text
-    assert "Nothing closely related in this memory" in page and 'class="result"' not in page
+    assert "None stands out as the one this query is about: these are the nearest." in page
+    assert 'class="result"' in page
+    loud = filled.get("/ui/search?user_id=alice&q=" + quote("pagination crash in paginator.py")).text
+    assert "None stands out" not in loud
 
 
 def test_more_pages_through_the_kept_answer_without_searching_again(

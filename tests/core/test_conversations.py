@@ -65,8 +65,9 @@ def test_an_answer_about_conversations_is_not_silenced_by_the_coding_calibration
     assert hits and not any(h.metadata.get("quiet") for h in hits)
     assert "balcony is my favourite spot" in hits[0].content
     _add(memory, "v", "fix", FIX)
-    # A memory of coding work is judged: the question shares nothing with it (ranking/evidence.py).
-    assert memory.search(SearchRequest(user_id="v", query="Where does Ana like to sit at home?", top_k=20), UNSURE) == []
+    # A memory of coding work is judged by the calibration: the question shares nothing with it.
+    judged = memory.search(SearchRequest(user_id="v", query="Where does Ana like to sit at home?", top_k=20), UNSURE)
+    assert judged and all(h.metadata["quiet"] for h in judged)
 
 
 def test_one_model_ranks_conversations_and_coding_experiences_alike(memory: Memory) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 
 from eval._provenance import PROVENANCE_KEYS
-from eval.quality import past_fixes, staleness
+from eval.quality import gates, past_fixes, staleness
 from train.ranker import commit_data
 
 
@@ -80,3 +80,46 @@ def test_gold_rank_counts_a_seven_char_prefix() -> None:
     assert past_fixes.gold_rank(["nothing", "commit 0123456 fixed it"], gold) == 2
     assert past_fixes.gold_rank(["commit 012345 is too short"], gold) is None
     assert past_fixes.metrics([1, 3, None, None]) == {"hit@1": 0.25, "hit@5": 0.5, "mrr": 0.333, "found": 0.5}
+
+
+def test_gates_cost_is_a_gold_the_gate_takes_out_of_the_first_five() -> None:
+    queries = [gates.Query("s", key, "u", "q", answerable, lambda hits: None)
+               for key, answerable in (("a", True), ("b", True), ("c", True), ("x", False))]
+    # Alone, the floor pushes b's gold from 4th to 7th; quiet shortens answers and drops b's gold
+    # only where the floor has already pushed it out, so beside the floor it costs nothing more.
+    shaped = {"ungated": {"a": (1, 900), "b": (4, 900), "c": (None, 900), "x": (None, 800)},
+              "gated": {"a": (1, 100), "b": (None, 100), "c": (None, 100), "x": (None, 100)},
+              "no-floor": {"a": (1, 100), "b": (4, 100), "c": (None, 100), "x": (None, 100)},
+              "no-quiet": {"a": (1, 800), "b": (7, 800), "c": (None, 800), "x": (None, 700)},
+              "only-floor": {"a": (1, 800), "b": (7, 800), "c": (None, 800), "x": (None, 700)},
+              "only-quiet": {"a": (1, 100), "b": (4, 100), "c": (None, 100), "x": (None, 100)}}
+    answers = {name: {k: gates.Answer(rank, tokens, tokens == 0) for k, (rank, tokens) in got.items()}
+               for name, got in shaped.items()}
+    assert set(answers) == set(gates.variants())
+    result = gates.figures(queries, answers)
+    assert (result["answerable"], result["nothing_related"]) == (3, 1)
+    floor, quiet = result["gates"]["floor"], result["gates"]["quiet"]
+    assert floor["alone"]["removed"] == floor["marginal"]["removed"] == ["b"]
+    assert floor["alone"]["cost"] == 0.333 and not floor["alone"]["within_cap"]
+    assert quiet["marginal"]["removed"] == [] and quiet["marginal"]["within_cap"]
+    assert quiet["alone"] == {"golds_removed_from_first_5": 0, "cost": 0.0, "within_cap": True, "removed": [],
+                              "tokens_saved_answerable": 800.0, "tokens_saved_absent": 700.0}
+    assert result["variants"]["ungated"]["hit@5"] == 0.667 and result["variants"]["gated"]["hit@5"] == 0.333
+    assert result["variants"]["gated"]["answerable_gold_left_out"] == 2
+
+
+def test_gates_runs_on_a_kept_past_fixes_store(tmp_path: Path) -> None:
+    fix = _repo(tmp_path / "repos" / "demo")
+    tasks = [{"instance_id": "demo-1", "repo": "someone/demo", "pull_number": 12, "patch_files": ["lexer.py"],
+              "gold_commits": [fix], "n_content": 1,
+              "problem_statement": "The lexer hangs on an unterminated heredoc instead of raising an error"}]
+    (tmp_path / "tasks.json").write_text(json.dumps(tasks))
+    assert past_fixes.main(["--repos", str(tmp_path / "repos"), "--tasks", str(tmp_path / "tasks.json"),
+                            "--store", str(tmp_path / "store"), "--no-bm25", "--out", str(tmp_path / "pf.json")]) == 0
+    assert gates.main(["--pastfixes", str(tmp_path / "store"), "--tasks", str(tmp_path / "tasks.json"),
+                       "--out", str(tmp_path / "gates.json")]) == 0
+    result = json.loads((tmp_path / "gates.json").read_text())
+    one = result["sets"]["past-fixes-dev"]
+    assert one["answerable"] == 1 and set(one["variants"]) == set(gates.variants())
+    assert one["variants"]["ungated"]["hit@1"] == 1.0 and one["thresholds"]["quiet_below"] > 0
+    assert (tmp_path / "gates.md").read_text().startswith("# Gates: cost and saving per validation set")

@@ -156,7 +156,7 @@ def test_latency_smoke(runs: dict[str, Run]) -> None:
     assert cp["items"] == 40 and cp["add"]["n_errors"] == 0 and cp["add"]["latency_ms"]["n"] == 2
     assert cp["search"]["latency_ms"]["n"] == 5 and cp["search"]["errors"] == []
     # Its queries are other tasks than the two sessions stored: a Search may find nothing closely
-    # related there (codemem/ranking/evidence.py), so only that each was answered is checked.
+    # related there (a quiet answer), so only that each was answered is checked.
     assert "hits_p50" in cp["search"] and cp["query_embed_ms"]["n"] == 5
     assert (runs["latency"].out / "latency.md").exists()
 

@@ -261,8 +261,10 @@ def test_by_default_an_agent_sees_several_past_changes_each_with_its_matched_evi
     assert "get_experience(id)" in text and "larger max_tokens" in text
 
 
-def test_a_query_nothing_in_memory_relates_to_says_so(talk: Conversation) -> None:
-    assert talk.text("nonsense").startswith(f"Nothing closely related in the memory of {USER}:")
+def test_a_query_nothing_in_memory_relates_to_says_so_and_names_the_nearest(talk: Conversation) -> None:
+    text = talk.text("nonsense")
+    assert f"past experiences found in the memory of {USER}" in text
+    assert "None stands out as the one this task is about: these are the nearest." in text
 
 
 def test_search_answers_compactly_unless_asked_for_more(talk: Conversation) -> None:
