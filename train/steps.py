@@ -43,14 +43,16 @@ def replay_step(name: str, sessions: Mapping[str, Source | Path], replays: Seque
             agents += ["--agent", f"{agent}={where}"]
         return ["--data", path("input:tasks"), *agents, "--replays", ",".join(replays), "--out", path("out")]
 
+    # A fixed hash seed fixes the order of sets, and with it the last bits of the summed scores
+    # (location masses, field matches) and how their ties fall: two runs write the same files.
     return Step(name, "train.ranker.build_data", argv,
                 code=(*CORE, "train/ranker/build_data.py", "train/ranker/agents.py"),
-                inputs={"tasks": tasks, **folders}, sources=mirrors)
+                inputs={"tasks": tasks, **folders}, sources=mirrors, env={"PYTHONHASHSEED": "0"})
 
 
 def pastfix_step(shared: Path) -> Step:
     """`train.past_fixes.build_data`: bug reports over the histories' first-parent lines, each
-    history's window imported into its own memory (the longest step: about 70 min of 2 cores)."""
+    history's window imported into its own memory (the longest step: about 15 min of 2 cores)."""
     return Step("pastfix", "train.past_fixes.build_data",
                 lambda path: ["--mirrors", path("mirrors"), "--data", path("input:tasks"), "--out", path("out")],
                 code=(*CORE, "train/past_fixes"),

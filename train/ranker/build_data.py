@@ -25,7 +25,10 @@ Replays, each into a fresh memory, each written to `OUT/<replay>/`:
 In each, all tasks go into one memory, each repository's in `number` order, the repositories
 interleaved by their progress (a task at 40% of its repository's list is added beside the
 others' 40%), so a query meets its repository's earlier tasks among other repositories'
-sessions, as a noisy memory of many repositories does. Just before a task of `links.json` is
+sessions, as a noisy memory of many repositories does. Each session is Added whole (one request,
+one build of its card and steps; `--chunk 34` sends the evaluation's chunks instead, for the same
+training rows: `train.ranker.replay_diff`), and the store is compacted every `COMPACT_EVERY`
+sessions, at the same points in every run. Just before a task of `links.json` is
 added, its problem statement is searched (`Memory.signals`, `DEFAULT_SEARCH`), and so is every
 other task's once its repository has one in memory: those have no related task in memory,
 which is what the calibration of P(related) must also see (an answer should be quiet for them).
@@ -65,8 +68,12 @@ from train.ranker.agents import RUNS, read_sessions
 
 DATA = SHARED_DATA / "swe-verified-reuse"
 USER = "train"
-CHUNK = 34  # messages per Add, as the evaluation's replay sends them
+CHUNK = 34  # messages per Add as the evaluation's replay sends them (`--chunk`, `answer_size.py`)
 CARD_COLUMNS = ("session_key", "text", "refs", "metadata")
+# Sessions Added between two compaction rounds (`replay_settings`). A Search's BM25 scores
+# depend on how the store is compacted and indexed when it runs, so the rounds are part of what
+# a replay records: every 10 sessions here, the fastest of 1, 10 and 30 on a 150-task replay.
+COMPACT_EVERY = 10
 MIXED = "mixed"
 SEED = "codemem-ranker-mixed-1"  # the mixed replay's choice of agent per task
 
@@ -182,8 +189,34 @@ def signals_from(record: dict[str, Any]) -> SessionSignals:
                           fields={k: tuple(v) for k, v in record.get("fields", {}).items()})
 
 
+def replay_settings(data_dir: Path) -> Settings:
+    """A replay's memory: the product's settings, less the background compactor. Its rounds
+    land wherever the clock puts them between Adds and Searches, and a Search's BM25 scores
+    depend on them: two runs of the same 150-task replay differed in 4,232 of 5,447 candidates'
+    features (11 queries' candidates). `replay` runs the same round itself every
+    `COMPACT_EVERY` sessions instead, so a replay gives the same data every time."""
+    return Settings().replace({"storage.data_dir": str(data_dir), "maintenance.interval_s": 0})
+
+
+def add_session(memory: Memory, iid: str, messages: list[Message], chunk: int | None = None) -> int:
+    """Add one finished session as a client that sends it whole does (one request, one build
+    of its card and steps), and return the Adds it took. With `chunk`, in requests of that many
+    messages, as the evaluation's replay sends them, then rebuilt whole: the same card, steps and
+    message texts, at a build of the session per chunk (`tests/train/test_replay_sameness.py`)."""
+    size = chunk or len(messages)
+    starts = range(0, len(messages), size)
+    for n, start in enumerate(starts):
+        memory.add(AddRequest(user_id=USER, session_id=iid, request_id=f"{iid}:{n}",
+                              messages=messages[start:start + size]))
+    if chunk:
+        memory.refresh_session(USER, iid)  # the card as a finished session has it
+    else:
+        memory.refresher.flush()  # a rebuild the Add left owed (a card with no task yet): done now
+    return len(starts)
+
+
 def replay(name: str, tasks: list[dict[str, Any]], labels: dict[str, dict[str, int]], sessions: Iterator[Session],
-           out: Path) -> dict[str, Any]:
+           out: Path, chunk: int | None = None) -> dict[str, Any]:
     """Add every task's session in order, searching each task's problem statement first once
     its repository has a session in memory; write the queries (`queries.jsonl`) and the final
     cards (`cards.jsonl`) to `out`. `name` is the replay's, written on every row."""
@@ -194,15 +227,19 @@ def replay(name: str, tasks: list[dict[str, Any]], labels: dict[str, dict[str, i
     by_id = {t["instance_id"]: t for t in tasks}
     add_s = search_s = 0.0
     adds = messages = queries = 0
+    written = 0  # sessions Added since the last compaction round
     counts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="ranker-") as tmp, \
-            Memory(Settings().replace({"storage.data_dir": str(Path(tmp) / "data")})) as memory, \
+            Memory(replay_settings(Path(tmp) / "data")) as memory, \
             (out / "queries.part").open("w") as f:
         memory.warm_up()
         for iid, agent, msgs in sessions:
             task = by_id[iid]
             if task["repo"] in held_repos:
                 t0 = time.perf_counter()
+                if written >= COMPACT_EVERY:  # the compactor's round, at the same points in every run
+                    memory.compactor.run_once()
+                    written = 0
                 signals, _ = memory.signals(USER, task["problem_statement"], DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
                 search_s += time.perf_counter() - t0
                 held = set(names.values())
@@ -218,11 +255,8 @@ def replay(name: str, tasks: list[dict[str, Any]], labels: dict[str, dict[str, i
                 print(f"{len(names)}/{len(tasks)} {iid}: no {agent} session, not added", flush=True)
                 continue
             t0 = time.perf_counter()
-            for n, start in enumerate(range(0, len(msgs), CHUNK)):
-                memory.add(AddRequest(user_id=USER, session_id=iid, request_id=f"{iid}:{n}",
-                                      messages=msgs[start:start + CHUNK]))
-                adds += 1
-            memory.refresh_session(USER, iid)  # the card as a finished session has it
+            adds += add_session(memory, iid, msgs, chunk)
+            written += 1
             add_s += time.perf_counter() - t0
             messages += len(msgs)
             names[key_of(USER, iid)] = iid
@@ -273,6 +307,7 @@ def main(argv: list[str] | None = None) -> None:
                     help=f"comma-separated replays to run (default: every agent's, and {MIXED!r} when there are several)")
     ap.add_argument("--export", type=Path, default=None,
                     help="also write each agent's sessions to EXPORT/<agent>/<instance_id>.jsonl")
+    ap.add_argument("--chunk", type=int, default=None, help="messages per Add (default: each session whole)")
     ap.add_argument("--max-tasks", type=int, default=None, help="replay only the first N tasks (a smoke run)")
     args = ap.parse_args(argv)
     sources = {name: path for name, (path, _) in args.agent}
@@ -300,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
             sessions = mixed({a: stream(a) for a in sources})
         else:
             sessions = ((iid, name, msgs) for iid, msgs in stream(name))
-        timings = replay(name, tasks, labels, sessions, args.out / name)
+        timings = replay(name, tasks, labels, sessions, args.out / name, args.chunk)
         timings["wall_s"] = round(time.perf_counter() - t0, 1)
         timings["sources"] = {a: {"repository": RUNS[a].repository, "folder": RUNS[a].folder, "commit": commits[a],
                                   "license": RUNS[a].license}
