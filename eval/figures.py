@@ -130,6 +130,17 @@ def absent_tokens(system: str) -> Callable[[Result], str]:
     return read
 
 
+def gate_costs(set_name: str) -> Callable[[Result], str]:
+    def read(r: Result) -> str:
+        s = r["sets"][set_name]
+        removed = ", ".join(f"{g} {v['marginal']['golds_removed_from_first_5']}/{s['answerable']}" for g, v in s["gates"].items())
+        gated, ungated = s["variants"]["gated"], s["variants"]["ungated"]
+        return (f"{removed}; tokens {gated['tokens_answerable_mean']:,.0f} vs {ungated['tokens_answerable_mean']:,.0f} "
+                f"answerable, {gated['tokens_absent_mean']:,.0f} vs {ungated['tokens_absent_mean']:,.0f} nothing related; "
+                f"golds left out {gated['answerable_gold_left_out']} vs {ungated['answerable_gold_left_out']}")
+    return read
+
+
 # How the past-fix and training files name hit@1, hit@5 and MRR (the replay's say "hit1", "hit5").
 AT_KEYS = ("hit@1", "hit@5", "mrr")
 
@@ -238,6 +249,9 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: scores(r["summary"]["fused"], AT_KEYS), "in-sample"),
     Figure("past_fixes.json", "BM25 over message + diff, same run",
            lambda r: scores(r["summary"]["bm25_message_diff"], AT_KEYS), "validation"),
+    # Each gate's cost (golds it takes out of the first 5, issue 47 caps it at 1%) and saving.
+    *(Figure("gates.json", f"gates on {name}: golds out of the first 5 (floor, quiet; marginal), tokens of the shipped "
+             "answer against none", gate_costs(name)) for name in ("swe-contextbench-dev", "past-fixes-dev")),
     Figure("past_fixes_cv.json", "the same procedure on these 21: knobs chosen on the other dev repositories (re-fusion)",
            lambda r: scores(r["held_out"], AT_KEYS)),
     Figure("past_fixes_cv.json", "the same, all four knobs in one grid (re-fusion)",
