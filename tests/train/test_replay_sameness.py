@@ -87,6 +87,8 @@ def test_whole_sessions_give_the_training_rows_that_chunked_adds_give_and_the_sa
     diff = compare(chunked, whole)
     assert diff.queries == 6 and diff.same(), diff  # each repository's first task is not searched
     assert not diff.features  # not even float noise: the same signals in the same order
+    labels = [json.loads(line)["labels"] for line in (whole / "queries.jsonl").read_text().splitlines()]
+    assert labels.count({}) == 3 and {"pkg__a-1": 2} in labels  # three queries with a related session in memory
     assert (whole / "queries.jsonl").read_bytes() == (again / "queries.jsonl").read_bytes()
     assert (whole / "cards.jsonl").read_bytes() == (again / "cards.jsonl").read_bytes()
     timings = [msgspec.json.decode((d.parent / "mini" / "timings.json").read_bytes()) for d in (chunked, whole)]
