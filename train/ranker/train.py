@@ -552,7 +552,7 @@ def main(argv: list[str] | None = None) -> None:
     shape = search | {"by_kind": {kind: quiet_figures([q for q in every if kind == "all" or q.kind == kind],
                                                       [p for q, p in zip(every, probabilities, strict=True)
                                                        if kind == "all" or q.kind == kind], search["quiet_below"])
-                                  for kind in ("all", *KINDS)}}
+                                  for kind in ("all", *KINDS) if kind == "all" or any(q.kind == kind for q in every)}}
 
     t1 = time.perf_counter()
     model = fit(every, params)
