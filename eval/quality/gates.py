@@ -49,7 +49,7 @@ from codemem.memory import Memory
 from codemem.ranking.search_config import SearchConfig
 from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import provenance, write_result
-from eval.quality.past_fixes import TASKS, gold_rank, hit_text
+from eval.quality.past_fixes import TASKS, gold_rank, hit_text, metrics
 from eval.replay.data import CONDITION_KINDS
 from eval.replay.ingest import MANIFEST, make_plan
 from eval.replay.metrics import Item, count_tokens, first_gold_session_rank
@@ -171,8 +171,7 @@ def figures(queries: Sequence[Query], answers: dict[str, dict[str, Answer]]) -> 
     for name, got in answers.items():
         ranks = [got[k].rank for k in answerable]
         by_variant[name] = {
-            "hit@1": _share(r == 1 for r in ranks), "hit@5": _share(r is not None and r <= 5 for r in ranks),
-            "mrr": round(statistics.mean(1 / r if r else 0.0 for r in ranks), 3) if ranks else None,
+            **metrics(ranks),
             "answerable_empty": sum(got[k].empty for k in answerable),
             "answerable_gold_left_out": sum(got[k].rank is None for k in answerable),
             "tokens_answerable_mean": tokens(name, answerable), "tokens_absent_mean": tokens(name, absent),

@@ -35,12 +35,19 @@ def _repo(path: Path) -> str:
     return fix
 
 
-def test_past_fixes_scores_a_tiny_history(tmp_path: Path) -> None:
+def _tasks(tmp_path: Path) -> str:
+    """The tiny history in `tmp_path/repos/demo` and one bug report of it in `tmp_path/tasks.json`;
+    the fixing commit's SHA."""
     fix = _repo(tmp_path / "repos" / "demo")
     tasks = [{"instance_id": "demo-1", "repo": "someone/demo", "pull_number": 12, "patch_files": ["lexer.py"],
               "gold_commits": [fix], "n_content": 1,
               "problem_statement": "The lexer hangs on an unterminated heredoc instead of raising an error"}]
     (tmp_path / "tasks.json").write_text(json.dumps(tasks))
+    return fix
+
+
+def test_past_fixes_scores_a_tiny_history(tmp_path: Path) -> None:
+    fix = _tasks(tmp_path)
     args = ["--repos", str(tmp_path / "repos"), "--tasks", str(tmp_path / "tasks.json"),
             "--store", str(tmp_path / "store")]
     assert past_fixes.main([*args, "--out", str(tmp_path / "first.json")]) == 0
@@ -109,11 +116,7 @@ def test_gates_cost_is_a_gold_the_gate_takes_out_of_the_first_five() -> None:
 
 
 def test_gates_runs_on_a_kept_past_fixes_store(tmp_path: Path) -> None:
-    fix = _repo(tmp_path / "repos" / "demo")
-    tasks = [{"instance_id": "demo-1", "repo": "someone/demo", "pull_number": 12, "patch_files": ["lexer.py"],
-              "gold_commits": [fix], "n_content": 1,
-              "problem_statement": "The lexer hangs on an unterminated heredoc instead of raising an error"}]
-    (tmp_path / "tasks.json").write_text(json.dumps(tasks))
+    _tasks(tmp_path)
     assert past_fixes.main(["--repos", str(tmp_path / "repos"), "--tasks", str(tmp_path / "tasks.json"),
                             "--store", str(tmp_path / "store"), "--no-bm25", "--out", str(tmp_path / "pf.json")]) == 0
     assert gates.main(["--pastfixes", str(tmp_path / "store"), "--tasks", str(tmp_path / "tasks.json"),
