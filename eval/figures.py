@@ -50,7 +50,11 @@ FILE_LABELS: dict[str, str] = {
     "timeline-heldout.json": "in-sample",
     "timeline-supersession.json": "training",
     "timeline-fresh.json": "validation",
+    "timeline-fresh2.json": "validation",
+    "timeline-newest-first.json": "training",
+    "time-features-trial.json": "training",
     "decisions.json": "validation",
+    "decisions-suite2.json": "validation",
     "decisions-phrases.json": "validation",
     "staleness-ripgrep.json": "validation",
     "staleness-caddy.json": "validation",
@@ -147,6 +151,18 @@ AT_KEYS = ("hit@1", "hit@5", "mrr")
 
 def scores(s: Result, keys: tuple[str, str, str] = ("hit1", "hit5", "mrr")) -> str:
     return f"hit@1 {f2(s[keys[0]])}, hit@5 {f2(s[keys[1]])}, MRR {f3(s[keys[2]])}"
+
+
+def supersession(r: Result) -> str:
+    """The chosen point of the turns' supersession grid and its figures."""
+    chosen = r["supersession"]
+    point = next(v for k, v in chosen["grid"].items()
+                 if k == f"cosine {chosen['supersede_cosine']}, factor {chosen['superseded_factor']}, "
+                         f"replaced must decide {chosen['replaced_must_decide']}")
+    return "cosine {}, factor {}, {} ({} questions): newest first {}, older values marked {}, current values marked {}".format(
+        chosen["supersede_cosine"], chosen["superseded_factor"],
+        "only decisions replaced" if chosen["replaced_must_decide"] else "any turn replaced",
+        *(point[k] for k in ("updates", "newest_first", "older_marked", "current_marked")))
 
 
 def timeline(r: Result) -> str:
@@ -286,11 +302,23 @@ FIGURES: tuple[Figure, ...] = (
     Figure("timeline.json", "the same, dev (5 projects; training data since issue 41)", timeline),
     Figure("timeline-heldout.json", "the same, osprey and wren (held out until issue 41 chose the supersession cosine on them)",
            timeline),
-    Figure("timeline-supersession.json", "the supersession cosine, chosen on the training projects' update questions",
-           lambda r: "{} ({} questions): newest first {}, older values marked {}, current values marked {}".format(
-               r["supersession"]["supersede_cosine"], *(r["supersession"]["grid"][str(r["supersession"]["supersede_cosine"])][k]
-                                                        for k in ("updates", "newest_first", "older_marked", "current_marked")))),
+    Figure("timeline-fresh2.json", "the same, second fresh set (6 projects, two coding chats; written for issue 49 by a helper "
+           "who read only the format brief, scored once)", timeline),
+    Figure("timeline-supersession.json", "turns' supersession, chosen on the training projects' update questions",
+           supersession),
+    Figure("timeline-newest-first.json", "asked about now, which experiences come newest first: chosen on the training projects",
+           lambda r: "{} (newest first on updates: off {}, related {}, named {})".format(
+               r["newest_first"]["newest_first_when_now"], *(r["newest_first"]["figures"][c]["newest_first"]
+                                                             for c in ("off", "related", "named")))),
+    Figure("time-features-trial.json", "relevance model with / without time features, each project held out: newest first on "
+           "694 update questions; contested pairs (not shipped: fails them)",
+           lambda r: "{:.3f} / {:.3f}; {:.0f} / {:.0f} of 40".format(
+               *(m["project_questions_hit1"]["update"]["learned"] for m in r["models"].values()),
+               *(40 * m["contested_pairs"]["ordered_right"] for m in r["models"].values()))),
     Figure("decisions.json", "decision reader on 85 decisions and 84 look-alikes (targets >= 0.90 and <= 0.05)",
+           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+    Figure("decisions-suite2.json", "decision reader on a second suite (132 decisions, 132 look-alikes from agent logs, commit "
+           "subjects, chat, notes, docs, tickets; issue 49, scored once)",
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
     Figure("decisions-phrases.json", "the phrase readings it replaced, same suite",
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),

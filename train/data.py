@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# The validation sets in ../shared/data, refused as inputs whatever the command line says.
+# The validation sets, refused as inputs whatever the command line says: those in
+# ../shared/data, and this repository's fresh sets (a name refuses every path that holds it:
+# "timeline-fresh" also timeline-fresh2, "decisions/suite" also suite2.jsonl).
 EXCLUDED = ("swe-contextbench-lite", "past-fixes-dev", "locomo-dev", "timeline-fresh", "decisions/suite")
 # Repositories no training set draws on: the held-out checks' histories, and the past-fixes
 # dev set's (validation only).

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from train.decisions import DATA_FILES as DECISION_DATA
 from train.mirrors import MULTI_SWE_BENCH, Source, agent_run, histories
 from train.pipeline import PathOf, Step
 from train.provenance import REPO_ROOT
@@ -76,11 +77,24 @@ def commits_step(pastfix: str = "pastfix") -> Step:
                 code=(*CORE, "train/ranker/commit_data.py", "train/ranker/build_data.py"), after=(pastfix,))
 
 
-def projects_step(folders: Mapping[str, Path]) -> Step:
-    """`train.ranker.project_data`: the dated projects, for a model that reads time features."""
+def history_step() -> Step:
+    """`train.ranker.history_updates`: real version and setting changes of the training
+    histories, as dated projects (seconds)."""
+    return Step("history", "train.ranker.history_updates",
+                lambda path: ["--mirrors", path("mirrors"), "--out", path("out")],
+                code=("train/ranker/history_updates.py", "train/data.py"),
+                sources={s.repository: s for s in histories()})
+
+
+def projects_step(folders: Mapping[str, Path], after: Sequence[str] = ()) -> Step:
+    """`train.ranker.project_data`: the dated projects, for a model that reads time features:
+    the written ones in `folders`, and the `projects/` folder of each step in `after`."""
     return Step("projects", "train.ranker.project_data",
-                lambda path: [*(a for name in folders for a in ("--projects", path(f"input:{name}"))), "--out", path("out")],
-                code=(*CORE, "train/ranker/project_data.py", "train/ranker/build_data.py"), inputs=dict(folders))
+                lambda path: [*(a for name in folders for a in ("--projects", path(f"input:{name}"))),
+                              *(a for step in after for a in ("--projects", f"{path('after:' + step)}/projects")),
+                              "--out", path("out")],
+                code=(*CORE, "train/ranker/project_data.py", "train/ranker/build_data.py"), inputs=dict(folders),
+                after=tuple(after))
 
 
 @dataclass(frozen=True)
@@ -106,15 +120,16 @@ def ranker_step(data: RankerData, allow_dirty: bool, install_root: Path | None) 
         if data.stores:
             args += ["--stores", f"{path('after:' + data.stores)}/store"]
         if data.projects:
-            args += ["--projects", path(f"after:{data.projects}")]
+            args += ["--projects", path(f"after:{data.projects}"), "--questions", f"{path('after:questions')}/questions.json"]
         args += ["--out", path("out"), "--report", f"{path('out')}/cv.json", "--data-root", path("cache")]
         return args + (["--allow-dirty"] if allow_dirty else [])
 
     after = tuple(dict.fromkeys([s for s, _ in (*data.signals, *data.checks)]
-                                + [s for s in (data.commits, data.stores, data.projects) if s]))
+                                + [s for s in (data.commits, data.stores, data.projects) if s]
+                                + (["questions"] if data.projects else [])))
     return Step("ranker", "train.ranker.train", argv,
                 code=(*CORE, "train/provenance.py", "train/ranker/train.py", "train/ranker/featureset.py",
-                      "train/ranker/build_data.py", "eval/replay/fusion.py"),
+                      "train/ranker/build_data.py", "eval/replay/fusion.py", "train/ranker/project_data.py"),
                 after=after, at_head=True, install=None if install_root is None else install_ranker(install_root))
 
 
@@ -132,16 +147,34 @@ def install_ranker(root: Path) -> Callable[[Path], list[Path]]:
     return install
 
 
-def decisions_step(sentences: Path, allow_dirty: bool, install_root: Path | None) -> Step:
-    """`train.decisions.train`: the decision reader (model and card in one file)."""
+def questions_step(folders: Mapping[str, Path], shared: Path, allow_dirty: bool, install_root: Path | None) -> Step:
+    """`train.questions.train`: the question reader (model and card in one file), installed
+    before the ranker step, which reads it."""
+    def install(out: Path) -> list[Path]:
+        assert install_root is not None
+        return [Path(shutil.copyfile(out / "questions.json", install_root / "codemem" / "timeline" / "models" / "questions.json"))]
+
+    return Step("questions", "train.questions.train",
+                lambda path: [*(a for name in folders for a in ("--projects", path(f"input:{name}"))),
+                              "--reports", path("input:reports"), "--out", f"{path('out')}/questions.json",
+                              *(["--allow-dirty"] if allow_dirty else [])],
+                code=(*CORE, "train/provenance.py", "train/questions/train.py", "train/ranker/project_data.py"),
+                inputs={**folders, "reports": shared / "swe-verified-reuse" / "tasks.jsonl"},
+                at_head=True, install=None if install_root is None else install)
+
+
+def decisions_step(sentences: Sequence[Path], allow_dirty: bool, install_root: Path | None) -> Step:
+    """`train.decisions.train`: the decision reader (model and card in one file), from the
+    labelled sentence files `sentences`."""
     def install(out: Path) -> list[Path]:
         assert install_root is not None
         return [Path(shutil.copyfile(out / "decisions.json", install_root / "codemem" / "timeline" / "models" / "decisions.json"))]
 
+    names = {f"sentences-{i}": path for i, path in enumerate(sentences)}
     return Step("decisions", "train.decisions.train",
-                lambda path: ["--data", path("input:sentences"), "--out", f"{path('out')}/decisions.json",
-                              *(["--allow-dirty"] if allow_dirty else [])],
-                code=(*CORE, "train/provenance.py", "train/decisions/train.py"), inputs={"sentences": sentences},
+                lambda path: [*(a for name in names for a in ("--data", path(f"input:{name}"))),
+                              "--out", f"{path('out')}/decisions.json", *(["--allow-dirty"] if allow_dirty else [])],
+                code=(*CORE, "train/provenance.py", "train/decisions/train.py"), inputs=names,
                 at_head=True, install=None if install_root is None else install)
 
 
@@ -153,13 +186,14 @@ def shipped(shared: Path, allow_dirty: bool, install_root: Path | None = REPO_RO
     steps.append(replay_step(f"replay-{MIXED}", {a: agent_run(a) for a in TRAINED_AGENTS}, [MIXED], tasks))
     steps += [pastfix_step(shared), commits_step()]
     projects = None
+    written = {"timeline": REPO_ROOT / "eval" / "data" / "timeline", "projects": REPO_ROOT / "train" / "ranker" / "projects"}
+    steps.append(questions_step(written, shared, allow_dirty, install_root))
     if uses_time_features():
-        steps.append(projects_step({"timeline": REPO_ROOT / "eval" / "data" / "timeline",
-                                    "projects": REPO_ROOT / "train" / "ranker" / "projects"}))
+        steps += [history_step(), projects_step(written, after=("history",))]
         projects = "projects"
     data = RankerData(signals=tuple((f"replay-{a}", a) for a in (*TRAINED_AGENTS, MIXED)),
                       checks=tuple((f"replay-{a}", a) for a in CHECK_AGENTS), commits="commits", stores="pastfix",
                       projects=projects)
     steps += [ranker_step(data, allow_dirty, install_root),
-              decisions_step(REPO_ROOT / "train" / "decisions" / "sentences.jsonl", allow_dirty, install_root)]
+              decisions_step([REPO_ROOT / "train" / "decisions" / name for name in DECISION_DATA], allow_dirty, install_root)]
     return steps

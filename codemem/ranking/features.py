@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from codemem.ranking.fields import FIELDS
 from codemem.ranking.relevance import COMMIT_RANKINGS, RETRIEVERS, SessionSignals, share_lead
-from codemem.ranking.time_features import TIME_FEATURES
+from codemem.ranking.time_features import NOT_KNOWN, TIME_FEATURES
 
 # How deep each ranking is read for candidates (the training data's too: train/ranker).
 CANDIDATE_DEPTH = 30
@@ -91,7 +91,7 @@ def candidate_features(signals: SessionSignals, keys: Sequence[str]) -> dict[str
     best_edited = max((e for e, _ in signals.location.values()), default=0.0)
     best_kind = {kind: max(signals.kind_bm25.get(kind, {}).values(), default=0.0) for kind in KINDS}
     no_fields = (0.0,) * len(FIELDS)
-    no_time = (0.0,) * len(TIME_FEATURES)
+    no_time = (NOT_KNOWN,) * len(TIME_FEATURES)  # no candidate dated: not known
     out: dict[str, tuple[float, ...]] = {}
     for key in keys:
         bm25 = signals.bm25.get(key, 0.0)

@@ -28,7 +28,7 @@ from codemem.experience.types import CONVERSATION, SAID
 from codemem.ranking.card_indexes import CardIndex
 from codemem.ranking.merged import merged_of
 from codemem.ranking.query import IGNORED
-from codemem.times import source_ms
+from codemem.times import representable
 
 FIELDS = ("title", "task", "diff", "errors", "files", "merged", "words")
 
@@ -66,7 +66,7 @@ class CardFields:
     files: frozenset[str]  # the files (and symbols) it edited and read
     merged: frozenset[str] = frozenset()  # a merge's branch commits' subjects (`merged.merged_of`)
     conversation: bool = False  # a session with no coding work (`Experience.metadata`)
-    ms: int = 0  # when the experience happened (the card's timestamp, Unix ms; 0: not known)
+    ms: int = 0  # when the experience happened (its messages' latest timestamp, Unix ms; 0: not known)
     text: frozenset[str] = frozenset()  # every word of the card, its sections' and the rest
 
     @classmethod
@@ -98,9 +98,11 @@ class FieldIndex(CardIndex):
     def put(self, cards: Iterable[Mapping[str, object]]) -> None:
         """Add these card rows (`session_key`, `text`, `metadata`, `timestamp`), each replacing its session's."""
         for card in cards:
+            # Only the session's own time dates it: its Add time may be a batch import's.
+            stamp = card.get("timestamp")
             self.cards[str(card["session_key"])] = CardFields.of(str(card.get("text") or ""),
                                                                 str(card.get("metadata") or "{}"),
-                                                                source_ms(card) if "created_at" in card else 0)
+                                                                stamp if representable(stamp) else 0)
 
     def copy(self) -> FieldIndex:
         return FieldIndex(dict(self.cards))

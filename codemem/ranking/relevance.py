@@ -19,6 +19,7 @@ from typing import Protocol
 
 from codemem.ranking.rrf import tied_ranks
 from codemem.ranking.types import Candidate, Ranking
+from codemem.timeline.questions import Asked
 
 RETRIEVERS = ("lexical", "dense", "refs")
 COMMIT_RANKINGS = ("title", "subject", "since")
@@ -68,6 +69,8 @@ class SessionSignals:
     fields: dict[str, tuple[float, ...]] = field(default_factory=dict)
     # Each candidate's time features (`ranking/time_features.py`), read from the same cards.
     time: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    # What the question asks of time (`timeline/questions.py`); None where no candidate is dated.
+    asked: Asked | None = None
 
     @classmethod
     def of(cls, found: Mapping[str, Sequence[Candidate]], location: dict[str, tuple[float, float]],

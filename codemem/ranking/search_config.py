@@ -83,6 +83,9 @@ class Retrieval:
         _at_least(self, "candidates", 1)
 
 
+NEWEST_FIRST = ("off", "related", "named")
+
+
 @dataclass(frozen=True)
 class Calibration:
     """What the relevance model's calibrated P(related) decides (`ranking/learned.py`): below
@@ -93,10 +96,17 @@ class Calibration:
 
     quiet_below: float  # 0: never quiet
     relevance_floor: float  # 0: none left out
+    # Asked about the current state (`timeline/questions.py`), which experiences come newest
+    # first, ahead of the others: "related" (P at least `quiet_below`), "named" (the ones every
+    # answer names, `AnswerShape.named_experiences`) or "off" (the model's order). A decision,
+    # not a weight, chosen on the training projects (`python -m eval.quality.timeline --choose-newest-first`).
+    newest_first_when_now: str = "off"
 
     def __post_init__(self) -> None:
         _share(self, "quiet_below")
         _share(self, "relevance_floor")
+        if self.newest_first_when_now not in NEWEST_FIRST:
+            raise ValueError(f"newest_first_when_now must be one of {', '.join(NEWEST_FIRST)}, not {self.newest_first_when_now!r}")
 
 
 @dataclass(frozen=True)

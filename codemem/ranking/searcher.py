@@ -21,9 +21,9 @@ from codemem.embedding import Embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION
 from codemem.ranking import answer
-from codemem.ranking.assemble import group_by_session
+from codemem.ranking.assemble import FoundExperience, group_by_session
 from codemem.ranking.features import candidates
-from codemem.ranking.fields import field_matches
+from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import ticket_refs
 from codemem.ranking.merged import name_matched_commits
 from codemem.ranking.query import Query, parse_query
@@ -38,14 +38,14 @@ from codemem.ranking.relevance import (
 from codemem.ranking.rrf import rrf
 from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.subjects import SubjectIndex
-from codemem.ranking.time_features import ASKS_CURRENT, TIME_FEATURES, covered_by, time_matches
+from codemem.ranking.time_features import TIME_FEATURES, covered_by, time_matches
 from codemem.ranking.types import Candidate, Ranking
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store import inventory
 from codemem.store import short_ids as ids
 from codemem.store.lance import Store
 from codemem.store.schema import DERIVED_KINDS, RESULT_COLUMNS, card_id, key_of
-from codemem.timeline import turns
+from codemem.timeline import questions, turns
 
 T = TypeVar("T")
 # top_k may be any positive integer (10**30 included); the retrievers need a bound.
@@ -104,13 +104,18 @@ class Searcher:
             # never saw a conversation, does not weigh its sessions (`timeline/turns.py`).
             return turns.answer(text, items, session_scores(items), max(signals.cosine.values(), default=0.0), dialogue,
                                 self.store.by_ids, self.store.vectors, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
-                                config.turns, quiet=config.calibration.quiet_below > 0)
+                                config.turns, quiet=config.calibration.quiet_below > 0, asked=signals.asked)
         groups = group_by_session(items, scores, card_id, req.top_k, config.calibration.relevance_floor,
                                   kept=shape.named_experiences)
         why = {g.session_key: explain(signals, g.session_key, ranking) for g in groups}
         quiet_below = config.calibration.quiet_below
         related = {g.session_key for g in groups if ranking.relevance.get(g.session_key, 0.0) >= quiet_below}
         quiet = quiet_below > 0 and not related
+        about_now = signals.asked is not None and signals.asked.about_now
+        if about_now and config.calibration.newest_first_when_now != "off":
+            block = related if config.calibration.newest_first_when_now == "related" \
+                else {g.session_key for g in groups[:shape.named_experiences]}
+            groups = newest_first(groups, block, self.indexes.fields.get(user_key, cards, version).cards)
         hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why, related=related,
                             quiet=quiet)
         if quiet and hits and hits[0].metadata.get(CONVERSATION):
@@ -119,7 +124,7 @@ class Searcher:
             # its card is read, so only such answers are built twice.
             hits = answer.build(groups, self.store.by_ids, req.user_id, req.top_k, shape, why=why,
                                 related={g.session_key for g in groups})
-        if ASKS_CURRENT.search(text):
+        if about_now:
             held = self.indexes.fields.get(user_key, cards, version).cards
             answered = {g.session_key: held[g.session_key] for g in groups if g.session_key in held}
             _mark_superseded(hits, req.user_id, covered_by(text, answered), related)
@@ -175,8 +180,10 @@ class Searcher:
         signals.refs_held = locations.held(refs, keys)
         held = fields.result().cards
         signals.fields = field_matches(text, {k: held[k] for k in keys if k in held})
-        if not set(TIME_FEATURES).isdisjoint(self.ranker.features):
-            signals.time = time_matches(text, {k: held[k] for k in keys if k in held})
+        if any(held[k].ms > 0 for k in keys if k in held):  # what the question asks of time matters among dated sessions
+            signals.asked = questions.packaged().read(text, vector)
+            if not set(TIME_FEATURES).isdisjoint(self.ranker.features):
+                signals.time = time_matches(text, {k: held[k] for k in keys if k in held}, signals.asked)
         return signals, items
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:
@@ -249,6 +256,14 @@ class Searcher:
         if record is None:
             raise NotFound(f"no experience {session_id!r} in the memory of {user_id!r}")
         return record
+
+
+def newest_first(groups: list[FoundExperience], block: set[str], cards: dict[str, CardFields]) -> list[FoundExperience]:
+    """The experiences of `block` with a date, newest first, then every other in the model's
+    order (a question about now is answered by the newest that says what holds)."""
+    dated = [g for g in groups if g.session_key in block and g.session_key in cards and cards[g.session_key].ms > 0]
+    first = sorted(dated, key=lambda g: -cards[g.session_key].ms)
+    return first + [g for g in groups if g not in first]
 
 
 def _mark_superseded(hits: list[Hit], user_id: str, covered: dict[str, str], related: set[str]) -> None:

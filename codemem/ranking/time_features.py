@@ -2,48 +2,58 @@
 
 A memory of a project is asked how things are now, when something changed, what came before;
 the answer to "which X do we use?" is in the newest session that says so, not in the first
-that mentioned X. None of that is a phrase to match: it is the order of the candidates in time
-and how much of the question a newer or an older candidate also holds. Per candidate:
+that mentioned X. None of that is a phrase to match: it is the order of the candidates in time,
+how much of the question a newer or an older candidate also holds, and what the question asks
+of time (read by a learned model, `timeline/questions.py`). Per candidate:
 
-- `recency_rr`: its reciprocal rank by date among the candidates (newest 1);
+- `recency_rr`: its reciprocal rank by date among the dated candidates (newest 1);
+- `recency_related`: the same among the candidates that hold at least half of the question's
+  words that the best of them holds (idf-weighted): the newest of those that talk about the
+  subject, not of every candidate;
 - `newer_same` / `older_same`: the largest idf-weighted share of the question's words this
   candidate's card holds that a newer / an older candidate's holds too (a newer one that says much
   the same of the same subject may have replaced it; an older one, been replaced by it);
-- `asks_current`, `asks_time`: whether the question asks for the current state, or for a date
-  or an order (short cue lists; the same for every candidate: the trees read the other
-  features differently under them);
+- `asks_now`, `asks_when`, `asks_asof`: the question reader's P(the question asks for the
+  current state / a date or an order / the state at a named time); the same for every
+  candidate: the trees read the other features differently under them;
 - `date_named`: the candidate's day lies in a date or period the question names (an ISO date,
   a month with or without its day and year, or a relative date such as "last week", read
   against the newest candidate's date).
 
-Weights are learned with the rest (`train/ranker`); none is set by hand. A pure function of the
-candidates' card fields (`fields.CardFields`, with their dates), like `fields.field_matches`.
+A candidate's date is its sessions' own time (the messages' timestamps). Where a memory was
+given none, its Add time would be an artefact (a batch import, a replay's order): the
+candidate's features of dates read NaN, "not known" (the trees send it down the branch they
+learned for missing values), never a fake age. Weights are learned with the rest
+(`train/ranker`); none is set by hand. A pure function of the candidates' card fields
+(`fields.CardFields`, with their dates) and the question reader's reading.
 """
 
 from __future__ import annotations
 
 import calendar
+import math
 import re
 from collections.abc import Mapping
 from datetime import date
 
 from codemem.ranking.fields import CardFields, idf_of, words
 from codemem.timeline.dates import day_of, resolve
+from codemem.timeline.questions import NOT_ASKED, Asked
 
-TIME_FEATURES = ("recency_rr", "newer_same", "older_same", "asks_current", "asks_time", "date_named")
-
-ASKS_CURRENT = re.compile(r"\b(now|currently|current|latest|still|these days|at the moment|today|anymore|any more|"
-                          r"right now|presently|nowadays|most recent|newest|switched|changed|replaced)\b", re.I)
-ASKS_TIME = re.compile(r"\b(when|first|last|before|after|earlier|later|since|until|how long|what date|which date|"
-                       r"what year|what month|ago|recently|previous|originally)\b", re.I)
+TIME_FEATURES = ("recency_rr", "recency_related", "newer_same", "older_same", "asks_now", "asks_when", "asks_asof",
+                 "date_named")
+NOT_KNOWN = math.nan
+# A candidate "talks about the subject" where it holds this share of the best candidate's
+# weighted share of the question's words.
+RELATED_SHARE = 0.5
 
 
 def covered_by(text: str, cards: Mapping[str, CardFields]) -> dict[str, str]:
-    """For each candidate that holds some of the question's words, the newest later candidate
-    whose card holds every one of them (what it said of the question's subject, said again
-    later), by session key."""
+    """For each dated candidate that holds some of the question's words, the newest later
+    candidate whose card holds every one of them (what it said of the question's subject, said
+    again later), by session key."""
     query = words(text)
-    held = {key: query & card.text for key, card in cards.items()}
+    held = {key: query & card.text for key, card in cards.items() if card.ms > 0}
     out = {}
     for key, mine in held.items():
         later = [k for k, theirs in held.items() if mine and cards[k].ms > cards[key].ms and mine <= theirs]
@@ -52,26 +62,32 @@ def covered_by(text: str, cards: Mapping[str, CardFields]) -> dict[str, str]:
     return out
 
 
-def time_matches(text: str, cards: Mapping[str, CardFields]) -> dict[str, tuple[float, ...]]:
-    """Per candidate of `cards` (session key -> its card's fields and date), in `TIME_FEATURES` order."""
+def time_matches(text: str, cards: Mapping[str, CardFields], asked: Asked = NOT_ASKED) -> dict[str, tuple[float, ...]]:
+    """Per candidate of `cards` (session key -> its card's fields and date), in `TIME_FEATURES`
+    order; `asked`: the question reader's reading of `text`."""
     if not cards:
         return {}
     weight = idf_of(card.text for card in cards.values())
     query = words(text)
     held = {key: query & card.text for key, card in cards.items()}
-    order = sorted(cards, key=lambda k: (-cards[k].ms, k))
-    recency = {key: 1.0 / rank for rank, key in enumerate(order, 1)}
-    current = float(bool(ASKS_CURRENT.search(text)))
-    asks_time = float(bool(ASKS_TIME.search(text)))
-    now = max(card.ms for card in cards.values())
+    mass = {key: sum(weight.get(w, 0.0) for w in mine) for key, mine in held.items()}
+    dated = {key for key, card in cards.items() if card.ms > 0}
+    recency = _recency(dated, cards)
+    best = max((mass[k] for k in dated), default=0.0)
+    recency_related = _recency({k for k in dated if best > 0 and mass[k] >= RELATED_SHARE * best}, cards)
+    now = max((cards[k].ms for k in dated), default=0)
     spans = named_spans(text, now) if now > 0 else []
+    asks = (asked.now, asked.when, asked.asof)
     out: dict[str, tuple[float, ...]] = {}
     for key, card in cards.items():
-        mine = held[key]
-        total = sum(weight.get(w, 0.0) for w in mine)
+        if key not in dated:
+            out[key] = (NOT_KNOWN, NOT_KNOWN, NOT_KNOWN, NOT_KNOWN, *asks, NOT_KNOWN)
+            continue
+        mine, total = held[key], mass[key]
         newer = older = 0.0
         if total > 0:
-            for other, theirs in held.items():
+            for other in dated:
+                theirs = held[other]
                 if other == key or not theirs:
                     continue
                 share = sum(weight.get(w, 0.0) for w in mine & theirs) / total
@@ -79,10 +95,16 @@ def time_matches(text: str, cards: Mapping[str, CardFields]) -> dict[str, tuple[
                     newer = max(newer, share)
                 elif cards[other].ms < card.ms:
                     older = max(older, share)
-        day = day_of(card.ms).isoformat() if card.ms > 0 else ""
-        named = float(any(start <= day <= end for start, end in spans)) if day else 0.0
-        out[key] = (recency[key], newer, older, current, asks_time, named)
+        day = day_of(card.ms).isoformat()
+        named = float(any(start <= day <= end for start, end in spans))
+        out[key] = (recency[key], recency_related.get(key, 0.0), newer, older, *asks, named)
     return out
+
+
+def _recency(keys: set[str], cards: Mapping[str, CardFields]) -> dict[str, float]:
+    """Each of `keys`' reciprocal rank by date, newest 1."""
+    order = sorted(keys, key=lambda k: (-cards[k].ms, k))
+    return {key: 1.0 / rank for rank, key in enumerate(order, 1)}
 
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name} | {

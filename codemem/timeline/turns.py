@@ -9,8 +9,8 @@ fused item score (`ranking/rrf.py`) and its session's (its best turn's), then:
   decision (`decisions.py`, a learned reader, not phrasings) and is close to it in meaning
   (the cosine of their stored vectors at least `TurnConfig.supersede_cosine`, chosen on the
   training projects); the latest of such a chain is the current one. A replacement goes
-  ahead of what it replaced (newest first), and a question about the current state ("now",
-  "still", "latest": `ranking/time_features.ASKS_CURRENT`) also discounts the replaced turn;
+  ahead of what it replaced (newest first), and a question about the current state (as the
+  question reader reads it, `questions.py`) also discounts the replaced turn;
 - a turn that reads as a decision and shares the question's words is lifted above turns that
   only mention the subject (`TurnConfig.decision_boost`, off by default);
 - turns are chosen greedily, each pick's score discounted per turn already chosen from its
@@ -40,11 +40,11 @@ from codemem import times
 from codemem.clip import clip_middle
 from codemem.contract.types import ContentPart, Hit
 from codemem.ranking.shape import within_budget
-from codemem.ranking.time_features import ASKS_CURRENT, ASKS_TIME
 from codemem.ranking.types import Candidate
 from codemem.timeline.dates import day_of, resolve
 from codemem.timeline.decisions import packaged as decision_reader
 from codemem.timeline.index import DialogueIndex
+from codemem.timeline.questions import Asked
 
 _ENCODER = msgspec.json.Encoder()
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.-]*[a-z0-9+#]|[a-z0-9]", re.I)
@@ -74,6 +74,9 @@ class TurnConfig:
     # A later decision this close (cosine of the two turns' vectors) supersedes a turn; chosen on
     # the training projects (`python -m eval.quality.timeline --choose-supersession`).
     supersede_cosine: float = 0.5
+    # Whether only a turn that reads as a decision can be superseded (else any turn as close to
+    # a later decision: what was said of a subject before it was decided again); chosen with the cosine.
+    replaced_must_decide: bool = True
     neighbour_weight: float = 0.0  # a turn gains this share of the score of the turn before it (a reply to what matched)
     max_turn_chars: int = 1_500
     # Quiet (nothing in memory on the subject): P(present) = sigmoid(bias + cosine * the best
@@ -134,11 +137,13 @@ class _Turn:
 def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[str, float], best_cosine: float,
            index: DialogueIndex, read: Callable[[list[str]], list[Candidate]],
            vectors: Callable[[list[str]], Mapping[str, np.ndarray]], user_id: str, top_k: int,
-           budget_tokens: int, max_bytes: int, config: TurnConfig = DEFAULT_TURNS, quiet: bool = True) -> list[Hit]:
+           budget_tokens: int, max_bytes: int, config: TurnConfig = DEFAULT_TURNS, quiet: bool = True,
+           asked: Asked | None = None) -> list[Hit]:
     """The answer's items, best first: dated turns of the conversations among `items`
     (the retrievers' fused items, best first); only the first few, marked quiet, when the
     subject seems absent (unless `quiet` is off: a search configured never to be quiet).
-    `read` fetches rows by id, `vectors` their stored vectors."""
+    `read` fetches rows by id, `vectors` their stored vectors; `asked`: what the question asks
+    of time (`questions.py`; None: nothing, as where no turn is dated)."""
     best_session = max(session_scores.values(), default=0.0) or 1.0
     chosen = [c for c in items if c.fields.get("kind") == "message" and index.conversation(str(c.fields["session_key"]))]
     chosen = chosen[: config.candidates]
@@ -161,10 +166,10 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
     present = present_probability(best_cosine, covered, config)
     silent = quiet and present < config.quiet_below
     _read_decisions(turns, vectors)
-    _mark_superseded(turns, config.supersede_cosine)
+    _mark_superseded(turns, config.supersede_cosine, config.replaced_must_decide)
     _boost_decisions(turns, words(question), config.decision_boost)
-    _newest_first(turns, bool(ASKS_CURRENT.search(question)), config)
-    discount = config.time_discount if ASKS_TIME.search(question) else config.session_discount
+    _newest_first(turns, asked is not None and asked.about_now, config)
+    discount = config.time_discount if asked is not None and asked.about_time else config.session_discount
     picked = _diversify(turns, discount, min(top_k, config.quiet_turns) if silent else top_k)
     hits = [_hit(t, config) for t in picked]
     if silent:  # what is nearest, in case the calibration is wrong, and little of it
@@ -200,13 +205,14 @@ def _read_decisions(turns: Sequence[_Turn], vectors: Callable[[list[str]], Mappi
             t.decision = bool(decides)
 
 
-def _mark_superseded(turns: Sequence[_Turn], cosine: float) -> None:
-    """A turn that reads as a decision is superseded by the first decision of a later session
-    among the candidates whose vector is at least `cosine` close to its own; the chain goes on from that decision
-    to the next later one as close to it, and the last is the current one."""
+def _mark_superseded(turns: Sequence[_Turn], cosine: float, must_decide: bool = True) -> None:
+    """A turn (where `must_decide`, only one that reads as a decision) is superseded by the first
+    decision of a later session among the candidates whose vector is at least `cosine` close to
+    its own; the chain goes on from that decision to the next later one as close to it, and the
+    last is the current one."""
     decisions = sorted((t for t in turns if t.decision and t.vector is not None), key=lambda t: t.ms)
     for t in turns:
-        if t.vector is None or not t.decision:  # only a stated choice is replaced by a later one
+        if t.vector is None or (must_decide and not t.decision):
             continue
         key = str(t.row["session_key"])
         first = next((d for d in decisions if d.ms > t.ms and str(d.row["session_key"]) != key

@@ -44,7 +44,7 @@ import dataclasses
 import json
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ import numpy as np
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.memory import Memory
+from codemem.ranking.search_config import NEWEST_FIRST
 from codemem.timeline.turns import DEFAULT_TURNS, TurnConfig
 from eval._paths import RESULTS
 from eval._provenance import provenance, write_result
@@ -87,6 +88,7 @@ class Answer:
     superseded: list[bool]  # per item, marked superseded (codemem only)
     features: dict[str, float] | None = None  # codemem's subject_present figures, when given
     quiet: bool = False  # codemem's answer was quiet (the subject seemed absent)
+    turns: bool = False  # codemem answered turn by turn (a conversation)
 
     @property
     def tokens(self) -> float:
@@ -98,7 +100,8 @@ def codemem_answer(memory: Memory, user: str, question: str) -> Answer:
     sessions = [h.session_id.rsplit(":", 1)[-1] for h in hits]
     features = hits[0].metadata.get("subject_present") if hits else None
     return Answer(sessions, [content_text(h.content) for h in hits], [bool(h.metadata.get("superseded_by")) for h in hits],
-                  features if isinstance(features, dict) else None, bool(hits) and bool(hits[0].metadata.get("quiet")))
+                  features if isinstance(features, dict) else None, bool(hits) and bool(hits[0].metadata.get("quiet")),
+                  any(h.metadata.get("kind") == "turn" for h in hits))
 
 
 def bm25_answers(project: dict[str, Any], tok: Tokenizer) -> dict[str, Answer]:
@@ -180,45 +183,85 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(projects: list[dict[str, Any]], config: TurnConfig) -> dict[str, list[dict[str, Any]]]:
-    return run_configs(projects, [config])[0]
+    return run_configs(projects, [{"turns": config}])[0]
 
 
-def run_configs(projects: list[dict[str, Any]], configs: Sequence[TurnConfig]) -> list[dict[str, list[dict[str, Any]]]]:
-    """Each config's rows (codemem's, and BM25's beside them), the projects Added once."""
+def run_configs(projects: list[dict[str, Any]], configs: Sequence[Mapping[str, Any]],
+                turns_only: bool = False) -> list[dict[str, list[dict[str, Any]]]]:
+    """Each config's rows (codemem's, and BM25's beside them), the projects Added once; a
+    config is what it changes of the Search's (`SearchConfig.replace`). Where the configs change
+    only `turns` (`turns_only`), a question answered by experiences under the first config is
+    answered the same under every other (the turns' config is read only where the answer is
+    turns): it is searched once."""
     tok = Tokenizer()
     out: list[dict[str, list[dict[str, Any]]]] = [{"codemem": [], "bm25-sessions": []} for _ in configs]
     with tempfile.TemporaryDirectory() as tmp, Memory(Settings().replace({"storage.data_dir": tmp, "maintenance.interval_s": 0})) as memory:
         users = [ingest(memory, p) for p in projects]
-        for rows, config in zip(out, configs, strict=True):
-            memory.search_config = memory.search_config.replace({"turns": config})
+        base = memory.search_config
+        first: dict[str, dict[str, Answer]] = {}
+        for i, (rows, config) in enumerate(zip(out, configs, strict=True)):
+            memory.search_config = base.replace(dict(config))
             for p, user in zip(projects, users, strict=True):
-                answers = {q["question"]: codemem_answer(memory, user, q["question"]) for q in p["questions"]}
+                answers = {}
+                for q in p["questions"]:
+                    before = first.get(user, {}).get(q["question"])
+                    answers[q["question"]] = before if turns_only and before is not None and not before.turns \
+                        else codemem_answer(memory, user, q["question"])
+                if i == 0:
+                    first[user] = answers
                 rows["codemem"] += score(p, answers)
                 rows["bm25-sessions"] += score(p, bm25_answers(p, tok))
     return out
 
 
-SUPERSEDE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8)
+SUPERSEDE_GRID = (0.4, 0.5, 0.6)
+# `TurnConfig.superseded_factor`, 1 (no discount) included: issue 49, chosen with the cosine.
+FACTOR_GRID = (1.0, 0.5, 0.35, 0.2)
 
 
 def choose_supersession(projects: list[dict[str, Any]]) -> dict[str, Any]:
-    """`TurnConfig.supersede_cosine` on the training projects: the grid point that maximises
-    newest first + older values marked - current values marked (shares of the update
-    questions), rule written before the grid was run."""
+    """`TurnConfig.supersede_cosine`, `superseded_factor` and `replaced_must_decide` on the training projects: the grid
+    point that maximises newest first + older values marked - current values marked (shares of
+    the update questions), rule written before the grid was run (ties: the first of the grid,
+    no discount before a discount)."""
     figures = {}
-    for cosine, rows in zip(SUPERSEDE_GRID, run_configs(projects, [dataclasses.replace(DEFAULT_TURNS, supersede_cosine=c)
-                                                                      for c in SUPERSEDE_GRID]), strict=True):
+    grid: list[tuple[float, float, bool]] = [(c, f, d) for d in (True, False) for c in SUPERSEDE_GRID for f in FACTOR_GRID]
+    configs = [dataclasses.replace(DEFAULT_TURNS, supersede_cosine=c, superseded_factor=f, replaced_must_decide=d)
+               for c, f, d in grid]
+    for point, rows in zip(grid, run_configs(projects, [{"turns": c} for c in configs], turns_only=True), strict=True):
         updates = [r for r in rows["codemem"] if r["kind"] == "update"]
         returned = [r for r in updates if r["older_returned"]]
         newest = sum(r["newest_first"] for r in updates) / max(len(updates), 1)
         marked = sum(r["older_marked"] for r in returned) / max(len(returned), 1)
         current = sum(r["current_marked"] for r in updates) / max(len(updates), 1)
-        figures[cosine] = {"newest_first": round(newest, 4), "older_marked": round(marked, 4),
-                           "current_marked": round(current, 4), "objective": round(newest + marked - current, 4),
-                           "updates": len(updates)}
+        figures[point] = {"newest_first": round(newest, 4), "older_marked": round(marked, 4),
+                          "current_marked": round(current, 4), "objective": round(newest + marked - current, 4),
+                          "updates": len(updates)}
     best = max(figures, key=lambda c: figures[c]["objective"])
-    return {"supersede_cosine": best, "grid": {str(c): f for c, f in figures.items()},
+    return {"supersede_cosine": best[0], "superseded_factor": best[1], "replaced_must_decide": best[2],
+            "grid": {f"cosine {c}, factor {f}, replaced must decide {d}": v for (c, f, d), v in figures.items()},
             "projects": [p["project"] for p in projects]}
+
+
+def choose_newest_first(projects: list[dict[str, Any]]) -> dict[str, Any]:
+    """`Calibration.newest_first_when_now` on the training projects. The rule, written before
+    it was run: of "related" and "named", the one that raises the share of update questions
+    whose newest value comes first the most while lowering no hit@1 over the answerable
+    questions of every kind, against "off"; "off" where neither does."""
+    choices = NEWEST_FIRST
+    runs = run_configs(projects, [{"calibration.newest_first_when_now": c} for c in choices])
+    figures = {}
+    for choice, rows in zip(choices, runs, strict=True):
+        mine = rows["codemem"]
+        updates = [r for r in mine if r["kind"] == "update"]
+        answered = [r for r in mine if r["kind"] != "absent"]
+        figures[choice] = {"newest_first": round(sum(r["newest_first"] for r in updates) / max(len(updates), 1), 4),
+                           "hit1": round(sum(r["hit1"] for r in answered) / max(len(answered), 1), 4),
+                           "updates": len(updates), "answered": len(answered)}
+    off = figures["off"]
+    better = [c for c in choices if c != "off" and figures[c]["newest_first"] > off["newest_first"] and figures[c]["hit1"] >= off["hit1"]]
+    chosen = max(better, key=lambda c: figures[c]["newest_first"], default="off")
+    return {"newest_first_when_now": chosen, "figures": figures, "projects": [p["project"] for p in projects]}
 
 
 # -- calibration ------------------------------------------------------------------------------
@@ -282,11 +325,14 @@ def calibrate(projects: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--split", default="dev", choices=("dev", "heldout", "fresh"))
+    p.add_argument("--split", default="dev", choices=("dev", "heldout", "fresh", "fresh2", "train"))
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--calibrate", action="store_true", help="fit the quiet model on the dev split and LoCoMo dev")
     p.add_argument("--choose-supersession", action="store_true",
-                   help="choose TurnConfig.supersede_cosine on the training projects (the fixtures and train/ranker/projects)")
+                   help="choose TurnConfig.supersede_cosine and superseded_factor on the training projects "
+                        "(the fixtures and train/ranker/projects)")
+    p.add_argument("--choose-newest-first", action="store_true",
+                   help="choose Calibration.newest_first_when_now on the training projects")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a TurnConfig field")
     p.add_argument("--out", type=Path, help="default eval/results/timeline[-heldout|-quiet].json")
     args = p.parse_args(argv)
@@ -294,14 +340,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     projects = load("dev" if args.calibrate else args.split, args.data)
     t0 = time.perf_counter()
     result: dict[str, Any]
-    if args.choose_supersession:
+    if args.choose_supersession or args.choose_newest_first:
         projects = [*load("dev", args.data), *load("heldout", args.data), *load("train", TRAINING_PROJECTS)]
         for i, project in enumerate(projects):  # two folders may each hold a project of one name
             if any(other["project"] == project["project"] for other in projects[:i]):
                 project["project"] = f"{project['project']}-{i}"
-        result = {"supersession": choose_supersession(projects)}
-        out = args.out or RESULTS / "timeline-supersession.json"
-        print(json.dumps(result["supersession"], indent=1))
+        if args.choose_supersession:
+            result = {"supersession": choose_supersession(projects)}
+            out = args.out or RESULTS / "timeline-supersession.json"
+        else:
+            result = {"newest_first": choose_newest_first(projects)}
+            out = args.out or RESULTS / "timeline-newest-first.json"
+        print(json.dumps(next(iter(result.values())), indent=1))
     elif args.calibrate:
         result = {"calibration": calibrate(projects)}
         out = args.out or RESULTS / "timeline-quiet.json"
@@ -318,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if r["scope"] == "all":
                 print(json.dumps({k: r[k] for k in ("system", "hit1", "newest_first", "older_marked", "date_shown",
                                                     "multi_recall2k", "multi_recall10", "absent_tokens_ratio", "absent_quiet", "answered_quiet")}))
-    result = {"split": "training" if args.choose_supersession else "dev" if args.calibrate else args.split, "projects": [p["project"] for p in projects],
+    result = {"split": "training" if args.choose_supersession or args.choose_newest_first else "dev" if args.calibrate else args.split, "projects": [p["project"] for p in projects],
               "wall_s": round(time.perf_counter() - t0, 1), **result}
     out = write_result(out, result, prov, indent=1)
     if args.calibrate:

@@ -3,10 +3,12 @@ candidate's date and words say beside the others'."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from codemem.ranking.fields import CardFields
 from codemem.ranking.time_features import TIME_FEATURES, covered_by, time_matches
+from codemem.timeline.questions import Asked
 
 
 def _ms(day: str) -> int:
@@ -25,8 +27,9 @@ CARDS = {
 }
 
 
-def features(text: str, cards: dict[str, CardFields] = CARDS) -> dict[str, dict[str, float]]:
-    return {k: dict(zip(TIME_FEATURES, v, strict=True)) for k, v in time_matches(text, cards).items()}
+def features(text: str, cards: dict[str, CardFields] = CARDS, asked: Asked | None = None) -> dict[str, dict[str, float]]:
+    return {k: dict(zip(TIME_FEATURES, v, strict=True))
+            for k, v in (time_matches(text, cards, asked) if asked else time_matches(text, cards)).items()}
 
 
 def test_recency_ranks_the_candidates_newest_first() -> None:
@@ -41,12 +44,27 @@ def test_a_newer_candidate_holding_the_same_words_of_the_question_is_seen_from_b
     assert f["other"]["newer_same"] == f["other"]["older_same"] == 0.0  # holds none of the question's words
 
 
-def test_the_question_cues_are_read_for_every_candidate() -> None:
-    now = features("which queue are the workers on now?")
-    plain = features("how are the workers configured?")
-    assert all(v["asks_current"] == 1.0 for v in now.values())
-    assert all(v["asks_current"] == 0.0 for v in plain.values())
-    assert all(v["asks_time"] == 1.0 for v in features("when did the workers change queue?").values())
+def test_what_the_question_asks_of_time_is_the_same_for_every_candidate() -> None:
+    f = features("which queue do the workers use?", asked=Asked(0.7, 0.2, 0.05, "now"))
+    assert all((v["asks_now"], v["asks_when"], v["asks_asof"]) == (0.7, 0.2, 0.05) for v in f.values())
+    assert all(v["asks_now"] == 0.0 for v in features("which queue do the workers use?").values())  # not read: nothing asked
+
+
+def test_recency_among_the_related_leaves_out_candidates_that_do_not_talk_about_the_subject() -> None:
+    cards = {**CARDS, "newest": _card("the login page csrf cookie is fixed", "2025-06-01")}
+    f = features("which queue do the worker consumers use?", cards)
+    assert f["newest"]["recency_rr"] == 1.0 and f["newest"]["recency_related"] == 0.0  # newest, but not about queues
+    assert f["new"]["recency_related"] == 1.0 and f["old"]["recency_related"] == 0.5
+
+
+def test_a_candidate_without_a_date_reads_not_known_never_an_age() -> None:
+    cards = {**CARDS, "undated": CardFields.of("## Task\nthe worker queue was rebuilt", {}, 0)}
+    f = features("which queue do the worker consumers use?", cards, Asked(0.9, 0.05, 0.0, "now"))
+    dated = ("recency_rr", "recency_related", "newer_same", "older_same", "date_named")
+    assert all(math.isnan(f["undated"][name]) for name in dated)
+    assert f["undated"]["asks_now"] == 0.9  # the question is read all the same
+    assert f["new"]["recency_rr"] == 1.0 and f["old"]["recency_rr"] == 1 / 3  # ranked among the dated only
+    assert "undated" not in covered_by("which queue do the worker consumers use?", cards)
 
 
 def test_a_period_the_question_names_marks_the_candidates_of_that_period() -> None:
@@ -72,3 +90,27 @@ def test_an_older_candidate_is_covered_by_the_newest_later_one_that_holds_all_it
     assert covered == {"old": "new"}
     assert covered_by("which queue do the consumers use?", cards) == {"old": "newest", "new": "newest"}
     assert covered_by("what breaks the login page?", cards) == {}  # nothing newer holds what the others hold
+
+
+def test_asked_about_now_the_chosen_block_comes_newest_first_and_the_rest_keeps_the_model_s_order() -> None:
+    from codemem.ranking.assemble import FoundExperience
+    from codemem.ranking.searcher import newest_first
+    from codemem.ranking.types import Candidate
+
+    def group(key: str) -> FoundExperience:
+        return FoundExperience(key, 1.0, Candidate(f"card-{key}", 0.0, {"session_key": key, "kind": "card"}))
+
+    groups = [group(k) for k in ("old", "other", "new", "undated", "tail")]
+    cards = {**CARDS, "undated": CardFields.of("## Task\nx", {}, 0), "tail": _card("queue tail", "2026-01-01")}
+    ordered = newest_first(groups, {"old", "new", "undated", "other"}, cards)
+    # dated members of the block newest first; the undated one and what is outside keep their places after them
+    assert [g.session_key for g in ordered] == ["new", "other", "old", "undated", "tail"]
+
+
+def test_an_unknown_newest_first_choice_is_refused() -> None:
+    import pytest
+
+    from codemem.ranking.recipes import DEFAULT_SEARCH
+
+    with pytest.raises(ValueError, match="newest_first_when_now"):
+        DEFAULT_SEARCH.replace({"calibration.newest_first_when_now": "always"})

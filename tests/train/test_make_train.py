@@ -91,7 +91,7 @@ def test_the_ranker_and_decision_steps_train_on_a_fixture_and_a_rerun_reuses_the
     steps = [replay_step("replay", sessions, ["mini", "vorflux", "mixed"], data),
              ranker_step(RankerData(signals=(("replay", "mini"), ("replay", "mixed")), checks=(("replay", "vorflux"),)),
                          allow_dirty=True, install_root=None),
-             decisions_step(sentences, allow_dirty=True, install_root=None)]
+             decisions_step([sentences], allow_dirty=True, install_root=None)]
     cache, mirrors, tree = tmp_path / "cache", tmp_path / "no-mirrors", tree_state()
     planned = plan(steps, cache, mirrors, tree)
     assert all(p.key and not p.missing and not p.cached for p in planned)
@@ -136,7 +136,7 @@ def test_the_ranker_and_decision_steps_train_on_a_fixture_and_a_rerun_reuses_the
     reader = DecisionReader.load(decisions)
     assert reader.threshold > 0
     trained_on = json.loads(decisions.read_text())["trained_on"]
-    assert trained_on["sha256"] == file_sha256(sentences) and (trained_on["decisions"], trained_on["others"]) == (40, 40)
+    assert trained_on["sha256"] == [file_sha256(sentences)] and (trained_on["decisions"], trained_on["others"]) == (40, 40)
     assert (trained_on["commit"], trained_on["clean_tree"]) == (tree["commit"], tree["clean_tree"])
 
     # Nothing changed: the same keys, every step reused, nothing run.

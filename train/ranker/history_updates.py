@@ -11,8 +11,8 @@ plus about as many commits of the same period that mention the subject's words w
 it (distractors, so that word overlap alone does not find the answer), in author-time order, one
 "user" message each (the commit's header, message and only the relevant hunks). The questions
 (update, when, before, asof, multi) are labelled from the parsed diffs of the sessions actually
-in the project, so a label is true of the text the model sees. Writes `DIR/<owner>+<name>.json`
-and `DIR/summary.json`; nothing is cached anywhere else. Output is deterministic (seeded per
+in the project, so a label is true of the text the model sees. Writes `DIR/projects/<owner>+<name>.json`
+(the folder `project_data --projects` reads) and `DIR/summary.json`; nothing is cached anywhere else. Output is deterministic (seeded per
 repository).
 """
 
@@ -593,12 +593,13 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.mirrors / repo.replace("/", "+") / "repo").is_dir():
             print(f"missing mirror: {args.mirrors / repo.replace('/', '+') / 'repo'}", file=sys.stderr)
             return 2
-    args.out.mkdir(parents=True, exist_ok=True)
+    projects = args.out / "projects"
+    projects.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {}
     for repo in repos:
         project, row = build_project(args.mirrors / repo.replace("/", "+") / "repo", repo)
         if project["sessions"]:  # a history with no subject that changed twice gives no project
-            (args.out / f"{repo.replace('/', '+')}.json").write_text(json.dumps(project, indent=1))
+            (projects / f"{repo.replace('/', '+')}.json").write_text(json.dumps(project, indent=1))
         summary[repo] = row
         print(f"{repo}: {len(row['subjects'])} subjects, {row['changes']} changes, {row['sessions']} sessions, "
               f"{row['questions']} questions", flush=True)

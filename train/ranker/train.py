@@ -53,14 +53,17 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from codemem.config import Settings
+from codemem.config import Embedding, Settings
+from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.ranking.features import CANDIDATE_DEPTH, candidate_features, candidates
 from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import parse_query
-from codemem.ranking.time_features import time_matches
+from codemem.ranking.time_features import TIME_FEATURES, time_matches
 from codemem.store.schema import key_of
+from codemem.timeline.questions import MODEL as QUESTIONS_MODEL
+from codemem.timeline.questions import Asked, QuestionReader
 from eval.replay.fusion import fuse
 from train.provenance import file_sha256, tree_state
 from train.ranker.build_data import signals_from
@@ -103,7 +106,7 @@ class Query:
 
 
 def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFields] | None = None,
-           locations: LocationIndex | None = None) -> Query | None:
+           locations: LocationIndex | None = None, asked: Asked | None = None) -> Query | None:
     """One recorded Search as a query: its candidates' features, labels and baseline scores.
     Fields and held references missing from an older record are computed from the cards the
     memory held (a session's card is final once it is added, so `cards.jsonl` holds the same)."""
@@ -114,8 +117,8 @@ def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFie
     text = rec["text"]
     if not signals.fields and cards is not None:
         signals.fields = field_matches(text, {k: cards[k] for k in keys if k in cards})
-    if cards is not None:  # dates were never recorded: the cards hold them
-        signals.time = time_matches(text, {k: cards[k] for k in keys if k in cards})
+    if cards is not None and asked is not None:  # dates were never recorded: the cards hold them
+        signals.time = time_matches(text, {k: cards[k] for k in keys if k in cards}, asked)
     if not signals.refs_held and locations is not None:
         signals.refs_held = locations.held(dict.fromkeys([*parse_query(text).refs, *ticket_refs(text)]), keys)
     vectors = candidate_features(signals, keys)
@@ -135,28 +138,44 @@ def load_sessions(path: Path, trains: bool = True, kind: str = "session") -> lis
     cards: dict[str, CardFields] = {}
     locations = LocationIndex()
     rows = [json.loads(line) for line in (path / "cards.jsonl").read_text().splitlines()]
-    # The replays Added sessions without dates, in the order `cards.jsonl` lists them: each
-    # card's date is its place there (its Add time's order), as the product's would be.
-    for i, card in enumerate(rows, 1):
-        cards[card["id"]] = CardFields.of(card["text"], card["metadata"], card.get("timestamp") or i)
+    # The replays Added sessions without dates (their order of Adds is an artefact of the
+    # replay): their cards are not dated, and their time features read "not known".
+    for card in rows:
+        cards[card["id"]] = CardFields.of(card["text"], card["metadata"], card.get("timestamp") or 0)
     locations.put({"session_key": c["id"], "refs": c.get("refs", ""), "metadata": c["metadata"]} for c in rows)
+    records = [json.loads(line) for line in (path / "queries.jsonl").read_text().splitlines()]
+    readings = asked_of([str(r["text"]) for r in records]) if any(c.ms > 0 for c in cards.values()) else {}
     out = []
-    for line in (path / "queries.jsonl").read_text().splitlines():
-        rec = json.loads(line)
+    for rec in records:
         source = path.name if rec.get("replay") == "mixed" else str(rec.get("agent") or path.name)
         if kind == "project":
             source = f"project {source}"
-        if (q := _query(rec, kind, source, cards, locations)) is not None:
+        if (q := _query(rec, kind, source, cards, locations, readings.get(str(rec["text"])))) is not None:
             q.trains = trains
             q.asked = str(rec.get("kind") or "")
             out.append(q)
     return out
 
 
+# The question reader whose readings the time features hold (`--questions`; default: the packaged one).
+QUESTIONS: list[Path] = [QUESTIONS_MODEL]
+
+
+def asked_of(texts: list[str]) -> dict[str, Asked]:
+    """What each question asks of time, read by the question reader (`--questions`: the one the
+    same `make train` run trained) from its MiniLM vector, as a Search reads it."""
+    unique = sorted(set(texts))
+    vectors = MiniLMEmbedder().embed(unique, Embedding().query_max_tokens)
+    reader = QuestionReader.load(QUESTIONS[0])
+    return {t: reader.read(t, v) for t, v in zip(unique, vectors, strict=True)}
+
+
 def load_commits(path: Path, stores: Path | None = None) -> list[Query]:
     """Every past-fix query `commit_data` recorded in `path` (fields and references held
-    included); the candidates' dates are read from the histories' memories in `stores`
-    (default: `store` beside `path`, as `train.past_fixes.build_data` writes them)."""
+    included); the candidates' cards are read from the histories' memories in `stores`
+    (default: `store` beside `path`, as `train.past_fixes.build_data` writes them). Their
+    dates are not read: each window of a history was built around its fix, so a candidate's
+    place in time says how the window was cut, not how related it is."""
     stores = stores or path.parent / "store"
     cards: dict[str, dict[str, CardFields]] = {}
     out = []
@@ -171,18 +190,17 @@ def load_commits(path: Path, stores: Path | None = None) -> list[Query]:
 
 
 def commit_cards(stores: Path, name: str) -> dict[str, CardFields]:
-    """One history's experiences' card fields, with their dates, by their change's SHA."""
+    """One history's experiences' card fields (undated), by their change's SHA."""
     memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(stores / name), "maintenance.interval_s": 0}))
     try:
-        rows = memory.store.user_rows(key_of(f"pastfixes-{name}"), "card", ["session_key", "text", "metadata", "timestamp",
-                                                                                 "created_at"])
+        rows = memory.store.user_rows(key_of(f"pastfixes-{name}"), "card", ["session_key", "text", "metadata"])
     finally:
         memory.close()
     out = {}
     for row in rows:
         meta = json.loads(str(row["metadata"]) or "{}")
         # named as `commit_data.open_memory` names them
-        out[str(meta.get("commit") or row["session_key"])] = CardFields.of(str(row["text"]), meta, int(row["timestamp"] or row["created_at"] or 0))
+        out[str(meta.get("commit") or row["session_key"])] = CardFields.of(str(row["text"]), meta)
     return out
 
 
@@ -475,6 +493,15 @@ def write_readme(path: Path, section: str) -> None:
     path.write_text(head + start + section + end + rest.split(end, 1)[1])
 
 
+def leave_out(names: Sequence[str]) -> None:
+    """Train without `names` (an ablation run's comparison: its card names the features it read)."""
+    global TRAINING_FEATURES, COLUMNS
+    kept = [i for i, f in enumerate(TRAINING_FEATURES) if f not in names]
+    TRAINING_FEATURES = tuple(TRAINING_FEATURES[i] for i in kept)
+    COLUMNS = tuple(COLUMNS[i] for i in kept)
+    FIXED["monotone_constraints"] = [TRAINING_MONOTONE[i] for i in kept]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--signals", type=Path, action="append", default=[], help="one agent's replayed sessions")
@@ -483,6 +510,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="the histories' memories the --commits searched (default: `store` beside each)")
     ap.add_argument("--projects", type=Path, action="append", default=[],
                     help="dated projects whose choices change (`project_data`): the time features' data")
+    ap.add_argument("--questions", type=Path, default=QUESTIONS_MODEL,
+                    help="the question reader the time features read questions with (default: the packaged one)")
     ap.add_argument("--check-signals", type=Path, action="append", default=[],
                     help="sessions scored by the held-out models but never trained on (an agent whose license "
                          "does not allow shipping a model trained on it)")
@@ -493,7 +522,11 @@ def main(argv: list[str] | None = None) -> None:
                     help="name the data files in the card by their path under this folder (the training cache)")
     ap.add_argument("--allow-dirty", action="store_true",
                     help="train from a tree with uncommitted changes (the card says so)")
+    ap.add_argument("--without", action="append", default=[], choices=["time"],
+                    help="an ablation: train without these features (`time`: the time features); never installed")
     args = ap.parse_args(argv)
+    if "time" in args.without:
+        leave_out(TIME_FEATURES)
     if not args.signals and not args.commits:
         ap.error("give --signals and/or --commits")
     t0 = time.perf_counter()
@@ -502,9 +535,10 @@ def main(argv: list[str] | None = None) -> None:
     if not at["clean_tree"] and not args.allow_dirty:
         raise SystemExit("the tree has uncommitted changes to tracked files: commit them first, or give "
                          "--allow-dirty (the card then says the tree was dirty)")
+    QUESTIONS[0] = args.questions
     files = sorted(p / name for p in [*args.signals, *args.commits, *args.projects] for name in ("queries.jsonl", "cards.jsonl")
                    if (p / name).exists())
-    hashes = {data_name(f, args.data_root): file_sha256(f) for f in files}
+    hashes = {data_name(f, args.data_root): file_sha256(f) for f in [*files, *([args.questions] if args.projects else [])]}
     every = ([q for p in args.signals for q in load_sessions(p)] + [q for p in args.commits for q in load_commits(p, args.stores)]
              + [q for p in args.projects for q in load_sessions(p, kind="project")])
     checks = [q for p in args.check_signals for q in load_sessions(p, trains=False)]
