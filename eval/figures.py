@@ -153,18 +153,6 @@ def scores(s: Result, keys: tuple[str, str, str] = ("hit1", "hit5", "mrr")) -> s
     return f"hit@1 {f2(s[keys[0]])}, hit@5 {f2(s[keys[1]])}, MRR {f3(s[keys[2]])}"
 
 
-def supersession(r: Result) -> str:
-    """The chosen point of the turns' supersession grid and its figures."""
-    chosen = r["supersession"]
-    point = next(v for k, v in chosen["grid"].items()
-                 if k == f"cosine {chosen['supersede_cosine']}, factor {chosen['superseded_factor']}, "
-                         f"replaced must decide {chosen['replaced_must_decide']}")
-    return "cosine {}, factor {}, {} ({} questions): newest first {}, older values marked {}, current values marked {}".format(
-        chosen["supersede_cosine"], chosen["superseded_factor"],
-        "only decisions replaced" if chosen["replaced_must_decide"] else "any turn replaced",
-        *(point[k] for k in ("updates", "newest_first", "older_marked", "current_marked")))
-
-
 def timeline(r: Result) -> str:
     """codemem's and BM25's figures over all of a timeline run's projects."""
     def of(name: str) -> Result:
@@ -304,8 +292,10 @@ FIGURES: tuple[Figure, ...] = (
            timeline),
     Figure("timeline-fresh2.json", "the same, second fresh set (6 projects, two coding chats; written for issue 49 by a helper "
            "who read only the format brief, scored once)", timeline),
-    Figure("timeline-supersession.json", "turns' supersession, chosen on the training projects' update questions",
-           supersession),
+    Figure("timeline-supersession.json", "the supersession cosine, chosen on the training projects' update questions",
+           lambda r: "{} ({} questions): newest first {}, older values marked {}, current values marked {}".format(
+               r["supersession"]["supersede_cosine"], *(r["supersession"]["grid"][str(r["supersession"]["supersede_cosine"])][k]
+                                                        for k in ("updates", "newest_first", "older_marked", "current_marked")))),
     Figure("timeline-newest-first.json", "asked about now, which experiences come newest first: chosen on the training projects",
            lambda r: "{} (newest first on updates: off {}, related {}, named {})".format(
                r["newest_first"]["newest_first_when_now"], *(r["newest_first"]["figures"][c]["newest_first"]

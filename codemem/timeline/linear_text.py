@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from codemem.experience.memo import TextMemo
+
 # scikit-learn's TfidfVectorizer's default tokens, lower-cased: the trainers'.
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
@@ -68,6 +70,12 @@ class LinearText:
     bias: np.ndarray  # (outputs,)
     char_terms: dict[str, tuple[float, np.ndarray]] = field(default_factory=dict)  # character run -> the same
     char_ngrams: tuple[int, int] = (0, 0)  # the shortest and longest runs (0, 0: no such block)
+    # A stored turn is read again by every Search it is a candidate of, and its words' share of
+    # the scores depends on its text alone (about 1 ms a turn with the characters): remembered.
+    _texts: TextMemo[np.ndarray] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_texts", TextMemo(lambda text, _: self._text_scores(text), max_chars=16 << 20))
 
     @classmethod
     def of(cls, card: Mapping[str, Any]) -> LinearText:
@@ -103,7 +111,12 @@ class LinearText:
         if not texts:
             return np.zeros((0, k))
         z = np.asarray(vectors, dtype=np.float32) @ self.embedding_weights.T + self.bias
-        z = z + np.stack([_block(self.terms, terms(t, self.ngrams), k) for t in texts])
+        return np.asarray(z + np.stack([self._texts(t) for t in texts]))
+
+    def _text_scores(self, text: str) -> np.ndarray:
+        """The text's words' (and characters') share of the scores."""
+        k = len(self.bias)
+        out = _block(self.terms, terms(text, self.ngrams), k)
         if self.char_terms:
-            z = z + np.stack([_block(self.char_terms, char_terms(t, *self.char_ngrams), k) for t in texts])
-        return np.asarray(z)
+            out = out + _block(self.char_terms, char_terms(text, *self.char_ngrams), k)
+        return out
