@@ -75,7 +75,9 @@ class TurnConfig:
     # the training projects (`python -m eval.quality.timeline --choose-supersession`).
     supersede_cosine: float = 0.5
     # Whether only a turn that reads as a decision can be superseded (else any turn as close to
-    # a later decision: what was said of a subject before it was decided again); chosen with the cosine.
+    # a later decision: what was said of a subject before it was decided again). True as before
+    # issue 49: `--choose-supersession` can choose it with the cosine and the factor, a run that
+    # did not finish in that session (eval/README.md).
     replaced_must_decide: bool = True
     neighbour_weight: float = 0.0  # a turn gains this share of the score of the turn before it (a reply to what matched)
     max_turn_chars: int = 1_500
