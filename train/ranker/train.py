@@ -132,7 +132,7 @@ def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFie
                  np.asarray([signals.cosine.get(k, -2.0) for k in keys]), len(labels))
 
 
-def load_sessions(path: Path, trains: bool = True, kind: str = "session") -> list[Query]:
+def load_sessions(path: Path, trains: bool = True, kind: str = "session", questions: Path = QUESTIONS_MODEL) -> list[Query]:
     """Every query `build_data` recorded in `path` (one agent's sessions, or a mixed replay),
     or `project_data` (dated projects: `kind` "project", each project's style its source)."""
     cards: dict[str, CardFields] = {}
@@ -144,7 +144,7 @@ def load_sessions(path: Path, trains: bool = True, kind: str = "session") -> lis
         cards[card["id"]] = CardFields.of(card["text"], card["metadata"], card.get("timestamp") or 0)
     locations.put({"session_key": c["id"], "refs": c.get("refs", ""), "metadata": c["metadata"]} for c in rows)
     records = [json.loads(line) for line in (path / "queries.jsonl").read_text().splitlines()]
-    readings = asked_of([str(r["text"]) for r in records]) if any(c.ms > 0 for c in cards.values()) else {}
+    readings = asked_of([str(r["text"]) for r in records], questions) if any(c.ms > 0 for c in cards.values()) else {}
     out = []
     for rec in records:
         source = path.name if rec.get("replay") == "mixed" else str(rec.get("agent") or path.name)
@@ -157,16 +157,12 @@ def load_sessions(path: Path, trains: bool = True, kind: str = "session") -> lis
     return out
 
 
-# The question reader whose readings the time features hold (`--questions`; default: the packaged one).
-QUESTIONS: list[Path] = [QUESTIONS_MODEL]
-
-
-def asked_of(texts: list[str]) -> dict[str, Asked]:
-    """What each question asks of time, read by the question reader (`--questions`: the one the
-    same `make train` run trained) from its MiniLM vector, as a Search reads it."""
+def asked_of(texts: list[str], questions: Path = QUESTIONS_MODEL) -> dict[str, Asked]:
+    """What each question asks of time, read by the question reader in `questions` (`--questions`:
+    the one the same `make train` run trained) from its MiniLM vector, as a Search reads it."""
     unique = sorted(set(texts))
     vectors = MiniLMEmbedder().embed(unique, Embedding().query_max_tokens)
-    reader = QuestionReader.load(QUESTIONS[0])
+    reader = QuestionReader.load(questions)
     return {t: reader.read(t, v) for t, v in zip(unique, vectors, strict=True)}
 
 
@@ -535,12 +531,11 @@ def main(argv: list[str] | None = None) -> None:
     if not at["clean_tree"] and not args.allow_dirty:
         raise SystemExit("the tree has uncommitted changes to tracked files: commit them first, or give "
                          "--allow-dirty (the card then says the tree was dirty)")
-    QUESTIONS[0] = args.questions
     files = sorted(p / name for p in [*args.signals, *args.commits, *args.projects] for name in ("queries.jsonl", "cards.jsonl")
                    if (p / name).exists())
     hashes = {data_name(f, args.data_root): file_sha256(f) for f in [*files, *([args.questions] if args.projects else [])]}
     every = ([q for p in args.signals for q in load_sessions(p)] + [q for p in args.commits for q in load_commits(p, args.stores)]
-             + [q for p in args.projects for q in load_sessions(p, kind="project")])
+             + [q for p in args.projects for q in load_sessions(p, kind="project", questions=args.questions)])
     checks = [q for p in args.check_signals for q in load_sessions(p, trains=False)]
     data = data_summary(every) | {"checks": dict(sorted(Counter(q.source for q in checks).items()))}
     print(json.dumps(data), flush=True)
