@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss, roc_auc_score
@@ -45,6 +44,7 @@ from codemem.embedding import MiniLMEmbedder
 from codemem.timeline.linear_text import LinearText
 from codemem.timeline.questions import CLASSES, MODEL, QuestionReader
 from train.data import refuse_evaluation_data
+from train.decisions.train import inputs
 from train.provenance import REPO_ROOT, tree_sha256, tree_state
 from train.ranker.project_data import TRAINING_SPLITS
 
@@ -78,11 +78,6 @@ def load_reports(path: Path) -> tuple[list[str], list[str]]:
     return [str(r["problem_statement"]) for r in rows], [f"report:{r['repo']}" for r in rows]
 
 
-def inputs(texts: list[str], emb: np.ndarray, words: TfidfVectorizer, fit: bool) -> sp.csr_matrix:
-    tfidf = words.fit_transform(texts) if fit else words.transform(texts)
-    return sp.hstack([tfidf, sp.csr_matrix(emb)]).tocsr()
-
-
 def vectorizer() -> TfidfVectorizer:
     """Words and word pairs seen in two questions or more (a report's own identifiers would
     make most of a vocabulary that no question shares)."""
@@ -91,7 +86,7 @@ def vectorizer() -> TfidfVectorizer:
 
 def fit(texts: list[str], emb: np.ndarray, y: np.ndarray, c: float) -> tuple[LogisticRegression, TfidfVectorizer]:
     words = vectorizer()
-    return LogisticRegression(C=c, max_iter=5_000).fit(inputs(texts, emb, words, fit=True), y), words
+    return LogisticRegression(C=c, max_iter=5_000).fit(inputs(texts, emb, [words], fit=True), y), words
 
 
 def out_of_fold(texts: list[str], emb: np.ndarray, y: np.ndarray, groups: list[str], c: float) -> np.ndarray:
@@ -99,7 +94,7 @@ def out_of_fold(texts: list[str], emb: np.ndarray, y: np.ndarray, groups: list[s
     p = np.zeros((len(y), len(CLASSES)))
     for train, test in GroupKFold(FOLDS).split(emb, y, groups):
         model, words = fit([texts[i] for i in train], emb[train], y[train], c)
-        p[np.ix_(test, model.classes_)] = model.predict_proba(inputs([texts[i] for i in test], emb[test], words, fit=False))
+        p[np.ix_(test, model.classes_)] = model.predict_proba(inputs([texts[i] for i in test], emb[test], [words], fit=False))
     return p
 
 
@@ -150,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(card) + "\n")
     shipped = QuestionReader.load(args.out).probabilities(texts, emb)
-    fitted = model.predict_proba(inputs(texts, emb, words, fit=False))
+    fitted = model.predict_proba(inputs(texts, emb, [words], fit=False))
     assert np.allclose(shipped, fitted, atol=1e-4), float(np.abs(shipped - fitted).max())
     print(json.dumps({k: v for k, v in card.items() if k not in ("embedding_weights", "terms", "bias")}, indent=1))
     print(f"trained in {time.perf_counter() - t0:.1f} s")
