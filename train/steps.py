@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from train.decisions import DATA_FILES as DECISION_DATA
+from train.licences import training_agents
 from train.mirrors import MULTI_SWE_BENCH, Source, agent_run, histories
 from train.pipeline import PathOf, Step
 from train.provenance import REPO_ROOT
@@ -23,10 +24,12 @@ from train.ranker.featureset import uses_time_features
 # The code every data step runs: the product's ingest, retrievers and features, and the rules.
 CORE = ("codemem", "parsers", "pyproject.toml", "train/data.py", "eval/_paths.py")
 MIXED = "mixed"
-# The shipped model trains on the MIT-licensed agents and their mixed replay; the OpenHands
-# sessions (no license stated) are scored as a check, never trained on (train/ranker/README.md).
-TRAINED_AGENTS = ("mini", "vorflux")
-CHECK_AGENTS = ("openhands",)
+# The shipped model trains on the agents whose licence lets it (`train.licences`: mini and
+# vorflux, MIT) and their mixed replay; the others' sessions (OpenHands: no licence stated) are
+# scored as a check, never trained on (train/ranker/README.md).
+AGENTS = ("mini", "vorflux", "openhands")
+TRAINED_AGENTS = training_agents(AGENTS)
+CHECK_AGENTS = tuple(a for a in AGENTS if a not in TRAINED_AGENTS)
 
 
 def replay_step(name: str, sessions: Mapping[str, Source | Path], replays: Sequence[str], tasks: Path) -> Step:
@@ -47,7 +50,7 @@ def replay_step(name: str, sessions: Mapping[str, Source | Path], replays: Seque
     # A fixed hash seed fixes the order of sets, and with it the last bits of the summed scores
     # (location masses, field matches) and how their ties fall: two runs write the same files.
     return Step(name, "train.ranker.build_data", argv,
-                code=(*CORE, "train/ranker/build_data.py", "train/ranker/agents.py"),
+                code=(*CORE, "train/ranker/build_data.py", "train/ranker/agents.py", "train/licences.py"),
                 inputs={"tasks": tasks, **folders}, sources=mirrors, env={"PYTHONHASHSEED": "0"})
 
 
@@ -129,7 +132,8 @@ def ranker_step(data: RankerData, allow_dirty: bool, install_root: Path | None) 
                                 + (["questions"] if data.projects else [])))
     return Step("ranker", "train.ranker.train", argv,
                 code=(*CORE, "train/provenance.py", "train/ranker/train.py", "train/ranker/featureset.py",
-                      "train/ranker/build_data.py", "eval/replay/fusion.py", "train/ranker/project_data.py"),
+                      "train/ranker/build_data.py", "eval/replay/fusion.py", "train/ranker/project_data.py",
+                      "train/licences.py"),
                 after=after, at_head=True, install=None if install_root is None else install_ranker(install_root))
 
 
@@ -174,7 +178,7 @@ def decisions_step(sentences: Sequence[Path], allow_dirty: bool, install_root: P
     return Step("decisions", "train.decisions.train",
                 lambda path: [*(a for name in names for a in ("--data", path(f"input:{name}"))),
                               "--out", f"{path('out')}/decisions.json", *(["--allow-dirty"] if allow_dirty else [])],
-                code=(*CORE, "train/provenance.py", "train/decisions/train.py"), inputs=names,
+                code=(*CORE, "train/provenance.py", "train/decisions/train.py", "train/licences.py"), inputs=names,
                 at_head=True, install=None if install_root is None else install)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from codemem.contract.types import Message, Role
+from train.licences import licence_of
 
 Reader = Callable[[dict[str, Any]], list[Message]]
 
@@ -215,9 +216,14 @@ class Run:
     agent: str
     repository: str  # github owner/name, for the search tool's fetch
     folder: str  # the trajectories' folder in it
-    license: str
     read: Reader
     layout: str  # "{iid}/{iid}.traj.json" style path of one trajectory, or "{iid}/" (its one file)
+
+    @property
+    def license(self) -> str:
+        """The run's licence as the licence table states it (`train.licences`)."""
+        entry = licence_of(self.name)
+        return f"{entry.spdx} ({entry.where})"
 
     def path(self, mirror: Path, iid: str, rev: str = "HEAD") -> str | None:
         """The trajectory's path in the mirror at `rev`; None when the run has none for `iid`.
@@ -233,14 +239,14 @@ class Run:
 
 RUNS = {run.name: run for run in (
     Run("mini", "mini-swe-agent 1.15 with Gemini 3 Pro (bash only)", "gruckion/mini-swe-agent",
-        "swebench_results/20251118_gemini-3-pro-74pct/trajs", "MIT (LICENSE.md)", mini_messages,
+        "swebench_results/20251118_gemini-3-pro-74pct/trajs", mini_messages,
         "{iid}/{iid}.traj.json"),
     Run("vorflux", "Vorflux harness with Claude Opus 4.6 (typed tools: bash_execute, read, grep_search, edit_file)",
         "piyushhhxyz/vorflux-swe-benchmarks", "evaluation/verified/20250519_vorflux_opus46-code_gpt55h-review/trajs",
-        "MIT (LICENSE)", vorflux_messages, "{iid}.json"),
+        vorflux_messages, "{iid}.json"),
     Run("openhands", "OpenHands CodeAct (Multi-SWE-bench's MopenHands) with Claude 3.5 Sonnet (Oct)",
         "gsmoon97/swe-agent-eval", "evaluation/python/verified/20250329_OpenHands_Claude-3.5-Sonnet(Oct)/trajs",
-        "none stated (nor in its source, multi-swe-bench/experiments)", openhands_messages, "{iid}/"),
+        openhands_messages, "{iid}/"),
 )}
 
 

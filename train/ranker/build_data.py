@@ -64,6 +64,7 @@ from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
 from eval._paths import SHARED_DATA
 from train.data import refuse_evaluation_data
+from train.licences import require_training
 from train.ranker.agents import RUNS, read_sessions
 
 DATA = SHARED_DATA / "swe-verified-reuse"
@@ -317,6 +318,9 @@ def main(argv: list[str] | None = None) -> None:
     replays = args.replays.split(",") if args.replays else [*sources, *([MIXED] if len(sources) > 1 else [])]
     if unknown := [r for r in replays if r != MIXED and r not in sources]:
         raise SystemExit(f"no --agent for replay(s) {', '.join(unknown)}")
+    if MIXED in replays:  # a mixed replay is training data: no check-only run enters it
+        for agent in sources:
+            require_training(agent, f"mixed into the {MIXED!r} replay")
     by_repo, labels = load(args.data)
     tasks = interleaved(by_repo)[: args.max_tasks]
     ids = [t["instance_id"] for t in tasks]
