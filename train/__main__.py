@@ -11,7 +11,8 @@ read. Each step's output is kept in `--cache` under a key of its code, data, sou
 parameters (`train.pipeline`): an unchanged step is not run again. Then the models and their
 cards are copied into the package (`--no-install`: left in the cache).
 
-Before any work it checks what the steps it must run read: every mirror (a public repository
+Before any work it refuses training text that copies validation text (`train.content_check`,
+exit 1, the pairs named), and checks what the steps it must run read: every mirror (a public repository
 the session's `fetch` puts in `--mirrors`, at the commit it is read at) and the shared data.
 Where one is missing it lists them, each with what to fetch, and exits 2. A tree with
 uncommitted changes to tracked files is refused (exit 1) unless `--allow-dirty`: a card names
@@ -25,6 +26,7 @@ import os
 from pathlib import Path
 
 from eval._paths import SHARED_DATA
+from train.content_check import repository_matches
 from train.mirrors import DEFAULT_MIRRORS
 from train.pipeline import Step, execute, plan
 from train.provenance import REPO_ROOT, changed_paths, tree_state
@@ -32,6 +34,7 @@ from train.steps import shipped
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codemem-train"
 MISSING = 2
+COPIES = 1
 
 
 def selected(steps: list[Step], names: list[str]) -> list[Step]:
@@ -67,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         print("refusing to train: these tracked files differ from HEAD (commit them, or give --allow-dirty and the "
               "cards say the tree was dirty):\n  " + "\n  ".join(changed_paths()), flush=True)
         return 1
+    # Fresh by content: no training text may copy a validation text (train/content_check.py).
+    if matches := repository_matches(REPO_ROOT, args.shared):
+        print(f"refusing to train: {len(matches)} training file(s) match validation text (train/content_check.py; "
+              "take the file out or rewrite it):\n  " + "\n  ".join(m.line() for m in matches), flush=True)
+        return COPIES
     steps = shipped(args.shared, args.allow_dirty, None if args.no_install else REPO_ROOT)
     if args.steps:
         steps = selected(steps, [s for s in args.steps.split(",") if s])

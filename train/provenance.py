@@ -54,8 +54,9 @@ def file_sha256(path: Path) -> str:
 
 def tree_sha256(paths: Iterable[Path], root: Path, skip: Iterable[Path] = ()) -> str:
     """One hash of every file under `paths` (files or folders), by path relative to `root` and
-    content; files under `skip` and compiled caches left out. Two trees with the same files
-    hash the same wherever they lie."""
+    content; files under `skip` and compiled caches left out. A file outside `root` (the shared
+    data) is named by its folder and name alone. Two trees with the same files hash the same
+    wherever they lie."""
     skipped = tuple(p.resolve() for p in skip)
     digest = hashlib.sha256()
     files: list[Path] = []
@@ -64,6 +65,6 @@ def tree_sha256(paths: Iterable[Path], root: Path, skip: Iterable[Path] = ()) ->
     for f in files:
         if "__pycache__" in f.parts or f.suffix == ".pyc" or any(f.resolve().is_relative_to(s) for s in skipped):
             continue
-        rel = f.resolve().relative_to(root.resolve()) if f.resolve().is_relative_to(root.resolve()) else f
+        rel = f.resolve().relative_to(root.resolve()) if f.resolve().is_relative_to(root.resolve()) else Path(*f.parts[-2:])
         digest.update(f"{rel}\0{file_sha256(f)}\n".encode())
     return digest.hexdigest()

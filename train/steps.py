@@ -19,7 +19,6 @@ from train.licences import training_agents
 from train.mirrors import MULTI_SWE_BENCH, Source, agent_run, histories
 from train.pipeline import PathOf, Step
 from train.provenance import REPO_ROOT
-from train.ranker.featureset import uses_time_features
 
 # The code every data step runs: the product's ingest, retrievers and features, and the rules.
 CORE = ("codemem", "parsers", "pyproject.toml", "train/data.py", "eval/_paths.py")
@@ -96,7 +95,8 @@ def projects_step(folders: Mapping[str, Path], after: Sequence[str] = ()) -> Ste
                 lambda path: [*(a for name in folders for a in ("--projects", path(f"input:{name}"))),
                               *(a for step in after for a in ("--projects", f"{path('after:' + step)}/projects")),
                               "--out", path("out")],
-                code=(*CORE, "train/ranker/project_data.py", "train/ranker/build_data.py"), inputs=dict(folders),
+                code=(*CORE, "train/ranker/project_data.py", "train/ranker/build_data.py", "train/licences.py"),
+                inputs=dict(folders),
                 after=tuple(after))
 
 
@@ -133,7 +133,7 @@ def ranker_step(data: RankerData, allow_dirty: bool, install_root: Path | None) 
     return Step("ranker", "train.ranker.train", argv,
                 code=(*CORE, "train/provenance.py", "train/ranker/train.py", "train/ranker/featureset.py",
                       "train/ranker/build_data.py", "eval/replay/fusion.py", "train/ranker/project_data.py",
-                      "train/licences.py"),
+                      "train/licences.py", "train/ranker/ship_rule.py", "train/past_fixes/build_data.py"),
                 after=after, at_head=True, install=None if install_root is None else install_ranker(install_root))
 
 
@@ -189,15 +189,13 @@ def shipped(shared: Path, allow_dirty: bool, install_root: Path | None = REPO_RO
              for agent in (*TRAINED_AGENTS, *CHECK_AGENTS)]
     steps.append(replay_step(f"replay-{MIXED}", {a: agent_run(a) for a in TRAINED_AGENTS}, [MIXED], tasks))
     steps += [pastfix_step(shared), commits_step()]
-    projects = None
     written = {"timeline": REPO_ROOT / "eval" / "data" / "timeline", "projects": REPO_ROOT / "train" / "ranker" / "projects"}
     steps.append(questions_step(written, shared, allow_dirty, install_root))
-    if uses_time_features():
-        steps += [history_step(), projects_step(written, after=("history",))]
-        projects = "projects"
+    # Every candidate of the ship rule trains on the dated projects (the time features' data).
+    steps += [history_step(), projects_step(written, after=("history",))]
     data = RankerData(signals=tuple((f"replay-{a}", a) for a in (*TRAINED_AGENTS, MIXED)),
                       checks=tuple((f"replay-{a}", a) for a in CHECK_AGENTS), commits="commits", stores="pastfix",
-                      projects=projects)
+                      projects="projects")
     steps += [ranker_step(data, allow_dirty, install_root),
               decisions_step([REPO_ROOT / "train" / "decisions" / name for name in DECISION_DATA], allow_dirty, install_root)]
     return steps

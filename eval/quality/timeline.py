@@ -7,6 +7,8 @@ sessions that hold each answer, with BM25 over whole sessions side by side in th
         # projects of five styles (coding-assistant chat, agent sessions, notes, commits, team
         # chat) written after the time features were fixed, by someone who had read neither
         # the code nor the training projects: scored once
+    python -m eval.quality.timeline --split fresh3 --data eval/data/timeline-fresh3
+        # the third set (fresh2 and fresh are spent), by the same kind of writer: scored once
     python -m eval.quality.timeline --calibrate      # fit the quiet model (dev projects + LoCoMo dev)
 
 Data: `eval/data/timeline/*.json` (`python -m eval.quality.timeline_fixtures` writes them). Each
@@ -325,7 +327,7 @@ def calibrate(projects: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--split", default="dev", choices=("dev", "heldout", "fresh", "fresh2", "train"))
+    p.add_argument("--split", default="dev", choices=("dev", "heldout", "fresh", "fresh2", "fresh3", "train"))
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--calibrate", action="store_true", help="fit the quiet model on the dev split and LoCoMo dev")
     p.add_argument("--choose-supersession", action="store_true",

@@ -38,16 +38,15 @@ def _add_project(memory: Memory, user: str) -> None:
 
 
 def test_the_current_value_comes_first_and_the_superseded_one_is_marked(memory: Memory) -> None:
-    # Given two statements the decision reader reads as decisions (it misses some: "We use
-    # Alembic ..." it does not read since its threshold caps false reads at 5%, issue 49).
-    said = ["Omar: We settled on Alembic for database migrations.", "Omar: We switched from Alembic to Aerich for database migrations."]
+    # Given two statements of a decision, the first said as plainly as people say it.
+    said = ["Omar: We use Alembic for database migrations.", "Omar: We switched from Alembic to Aerich for database migrations."]
     assert packaged().decides(said, MiniLMEmbedder().embed(said, Embedding().max_tokens)).all()
     _add_project(memory, "p")
     hits = memory.search(SearchRequest(user_id="p", query="Which migration tool do we use now?", top_k=20))
     assert hits[0].session_id == "switch" and "Aerich" in hits[0].content
     assert str(hits[0].content).startswith("[2024-03-14] ") and hits[0].metadata["date"] == "2024-03-14"
     assert "superseded_by" not in hits[0].metadata
-    old = next(h for h in hits if "We settled on Alembic" in str(h.content))
+    old = next(h for h in hits if "We use Alembic" in str(h.content))
     by = old.metadata["superseded_by"]
     assert isinstance(by, dict) and (by["session_id"], by["date"]) == ("switch", "2024-03-14") and "Aerich" in by["text"]
     assert "superseded on 2024-03-14: Omar: We switched from Alembic to Aerich" in str(old.content)

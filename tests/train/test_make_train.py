@@ -17,23 +17,37 @@ from train.__main__ import MISSING
 from train.__main__ import main as make_train
 from train.pipeline import execute, plan
 from train.provenance import file_sha256, tree_state
-from train.ranker.featureset import TRAINING_FEATURES, TRAINING_MONOTONE
+from train.ranker.featureset import CANDIDATES, monotone
 from train.ranker.train import main as train_ranker
 from train.steps import RankerData, decisions_step, install_ranker, ranker_step, replay_step
 
 SENTENCES = Path(__file__).resolve().parents[2] / "train" / "decisions" / "sentences.jsonl"
 README = Path(__file__).resolve().parents[2] / "train" / "ranker" / "README.md"
-# Three repositories; in each, the third and fourth tasks come back to the code of the first two
-# (same function, same file), the others are about something else.
+# Three repositories of six tasks each. In each, a look-alike (the third task) repeats the first
+# one's words and names its function but fixes another one; the fourth and sixth come back to the
+# first's function by name, the fifth to the second in its words only. So the words alone pick the
+# look-alike, the code's references alone cannot tell the fifth's, and a model that weighs both
+# ranks them all (the ship rule asks a model to beat its best single feature out of fold).
 TOPICS = {
-    "dates": ("Timezone offset lost when serialising naive datetimes", "to_iso"),
-    "cache": ("Cache key collides for unicode paths", "resolve_cache_key"),
-    "colorbar": ("Colour bar ticks overlap on logarithmic axes", "tick_locator"),
-    "csv": ("CSV reader drops the last row without a newline", "read_rows"),
-    "auth": ("Token refresh loops forever after a clock skew", "refresh_token"),
-    "plot": ("Legend hides the data when placed at best", "place_legend"),
+    "dates": ("Timezone offset lost when serialising naive datetimes", "dates", "to_iso"),
+    "cache": ("Cache key collides for unicode paths", "cache", "resolve_cache_key"),
+    "colorbar": ("Colour bar ticks overlap on logarithmic axes", "colorbar", "tick_locator"),
+    "csv": ("CSV reader drops the last row without a newline", "csv", "read_rows"),
+    "auth": ("Token refresh loops forever after a clock skew", "auth", "refresh_token"),
+    "plot": ("Legend hides the data when placed at best", "plot", "place_legend"),
 }
 REPOS = {"pkg/a": ("dates", "cache"), "pkg/b": ("colorbar", "csv"), "pkg/c": ("auth", "plot")}
+
+
+def _tasks(first: str, second: str) -> list[tuple[str, str, str, list[int]]]:
+    """A repository's tasks in order: (problem, file, function, earlier related tasks)."""
+    p1, f1, g1 = TOPICS[first]
+    p2, f2, g2 = TOPICS[second]
+    return [(p1, f1, g1, []), (p2, f2, g2, []),
+            (f"{p1}: seen near {g1} while the docs build, in the example gallery", "docs", f"build_{first}_example", []),
+            (f"{g1} is wrong again after the refactor", f1, g1, [1]),
+            (f"{p2}, reported once more by another user", f2, g2, [2]),
+            (f"{g1} returns a shifted value on some inputs", f1, g1, [1, 4])]
 
 
 def _messages(agent: str, problem: str, f: str, g: str) -> list[Message]:
@@ -59,16 +73,15 @@ def _fixture(root: Path) -> tuple[Path, dict[str, Path], Path]:
     tasks, links = [], []
     for repo, (first, second) in REPOS.items():
         owner, name = repo.split("/")
-        for n, topic in enumerate((first, second, first, second, first), 1):
-            problem, g = TOPICS[topic]
+        for n, (problem, f, g, related) in enumerate(_tasks(first, second), 1):
             tasks.append({"instance_id": f"{owner}__{name}-{n}", "repo": repo, "number": n,
-                          "problem_statement": f"{problem} (report {n})", "topic": topic, "g": g})
-        for n in (3, 4, 5):
-            earlier = [f"{owner}__{name}-{m}" for m in range(1, n) if tasks[-5 + m - 1]["topic"] == tasks[-5 + n - 1]["topic"]]
-            links.append({"query": f"{owner}__{name}-{n}", "same_file": earlier, "same_function": earlier[:1]})
+                          "problem_statement": f"{problem} (report {n})", "f": f, "g": g})
+            if related:
+                earlier = [f"{owner}__{name}-{m}" for m in related]
+                links.append({"query": f"{owner}__{name}-{n}", "same_file": earlier, "same_function": earlier})
     data = root / "swe-verified-reuse"
     data.mkdir()
-    (data / "tasks.jsonl").write_text("".join(json.dumps({k: v for k, v in t.items() if k not in ("topic", "g")}) + "\n"
+    (data / "tasks.jsonl").write_text("".join(json.dumps({k: v for k, v in t.items() if k not in ("f", "g")}) + "\n"
                                               for t in tasks))
     (data / "links.json").write_text(json.dumps(links))
     sessions = {}
@@ -76,7 +89,7 @@ def _fixture(root: Path) -> tuple[Path, dict[str, Path], Path]:
         folder = sessions[agent] = root / "sessions" / agent
         folder.mkdir(parents=True)
         for t in tasks:
-            messages = _messages(agent, str(t["problem_statement"]), str(t["topic"]), str(t["g"]))
+            messages = _messages(agent, str(t["problem_statement"]), str(t["f"]), str(t["g"]))
             (folder / f"{t['instance_id']}.jsonl").write_bytes(b"".join(msgspec.json.encode(m) + b"\n" for m in messages))
     rows = [json.loads(line) for line in SENTENCES.read_text().splitlines() if line.strip()]
     few = [r for r in rows if r["label"] == 1][:40] + [r for r in rows if r["label"] == 0][:40]
@@ -98,10 +111,11 @@ def test_the_ranker_and_decision_steps_train_on_a_fixture_and_a_rerun_reuses_the
     outputs = execute(planned, cache, mirrors, install=False)
 
     ranker = LearnedRanker.load(outputs["ranker"])  # the product loads what the step wrote
-    assert ranker.features == TRAINING_FEATURES
     card = json.loads((outputs["ranker"] / "ranker.json").read_text())
-    assert card["features"] == list(TRAINING_FEATURES)
-    assert card["params"]["monotone_constraints"] == list(TRAINING_MONOTONE)
+    features = CANDIDATES[card["ship_rule"]["shipped"]]  # the candidate the ship rule chose
+    assert ranker.features == features and card["features"] == list(features)
+    assert card["params"]["monotone_constraints"] == list(monotone(features))
+    assert set(card["ship_rule"]["candidates"]) == set(CANDIDATES)
     at = card["trained_on"]
     assert (at["commit"], at["clean_tree"]) == (tree["commit"], tree["clean_tree"])
     # The data it read, named by path in the cache and hashed by content.
@@ -109,7 +123,7 @@ def test_the_ranker_and_decision_steps_train_on_a_fixture_and_a_rerun_reuses_the
         for name in ("queries.jsonl", "cards.jsonl"):
             path = outputs["replay"] / replay / name
             assert at["data_sha256"][str(path.relative_to(cache))] == file_sha256(path)
-    assert at["checks"] == {"vorflux": 12} and at["repositories"] == 3 and at["ranked_queries"] > 0
+    assert at["checks"] == {"vorflux": 15} and at["repositories"] == 3 and at["ranked_queries"] > 0
 
     # Trained again on the same data: the same model, byte for byte; the card differs only in the
     # run's times and the machine's load.

@@ -41,3 +41,16 @@ def test_a_tree_hash_follows_content_and_names_not_the_folder_it_lies_in(tmp_pat
     assert tree_sha256([a / "x.py"], a) == tree_sha256([b / "x.py"], b)
     assert tree_sha256([a], a, skip=[a / "models"]) == tree_sha256([b], b, skip=[b / "models"])  # models left out
     assert tree_sha256([a], a) != tree_sha256([b], b)
+
+
+def test_a_file_outside_the_root_is_hashed_by_its_folder_and_name_not_where_the_data_lies(tmp_path: Path) -> None:
+    """The shared data lies elsewhere on each machine: a card's hash of it must not say where."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for place in ("one", "two"):
+        (tmp_path / place / "data" / "reuse").mkdir(parents=True)
+        (tmp_path / place / "data" / "reuse" / "tasks.jsonl").write_text("{}\n")
+    one, two = (tmp_path / p / "data" / "reuse" / "tasks.jsonl" for p in ("one", "two"))
+    assert tree_sha256([one], repo) == tree_sha256([two], repo)
+    two.write_text("{ }\n")
+    assert tree_sha256([one], repo) != tree_sha256([two], repo)

@@ -49,6 +49,7 @@ from codemem.timeline.decisions import MODEL, DecisionReader
 from codemem.timeline.linear_text import LinearText
 from train.data import refuse_evaluation_data
 from train.decisions import DATA_FILES
+from train.licences import require_text
 from train.provenance import file_sha256, tree_state
 
 DATA = tuple(Path(__file__).resolve().parent / name for name in DATA_FILES)
@@ -71,8 +72,21 @@ def inputs(texts: list[str], emb: np.ndarray, words: list[TfidfVectorizer], fit:
     return sp.hstack([*blocks, sp.csr_matrix(emb)]).tocsr()
 
 
+def text_source(row: dict[str, object]) -> str:
+    """Whose words a labelled sentence is, as the licence table names it: a history's commit
+    subject ("commit-subject:owner/name"), an agent run's log ("agent-log:mini"), else text
+    written for this project."""
+    source = str(row.get("source") or "")
+    kind, _, whose = source.partition(":")
+    return whose if whose and kind in ("commit-subject", "agent-log") else "codemem"
+
+
 def load(paths: list[Path]) -> tuple[list[str], np.ndarray]:
+    """The labelled sentences of `paths`; a sentence whose licence keeps its text out of this
+    repository and the model (`train.licences`: pylint's GPL-2.0 subjects) is refused."""
     rows = [json.loads(line) for path in paths for line in path.read_text().splitlines() if line.strip()]
+    for row in rows:
+        require_text(text_source(row), f"a training sentence: {str(row['text'])[:60]!r}")
     return [str(r["text"]) for r in rows], np.asarray([int(r["label"]) for r in rows])
 
 

@@ -1,19 +1,20 @@
-"""The features the relevance model is trained on: stated once, here.
+"""The feature lists the relevance model is trained on: stated once, here.
 
 `codemem.ranking.features.FEATURES` is what the code can compute (the catalogue); a model reads
-the columns its card names (`codemem.ranking.learned`). This is the list `train.ranker.train`
-trains on and writes into the card, so the model `make train` builds is the one shipped, and
-`tests/train/test_featureset.py` fails when this list and the shipped card's disagree.
+the columns its card names (`codemem.ranking.learned`). `make train` trains every list of
+`CANDIDATES` on the same data and folds and ships one by the ship rule (`train.ranker.ship_rule`,
+written in `train/ranker/README.md` before the run that used it); the card names the list it
+shipped and records every candidate's figures. `tests/train/test_featureset.py` fails when the
+shipped card names a list that is not a candidate's.
 
-The time features (`codemem.ranking.time_features`) stay computable but are not trained on.
-Their data is there now (issue 49): dated projects written for training and real version
-changes of the training histories, with the replays' and past-fix windows' dates "not known"
-(the first trial, issue 41, learned those artefacts as age). A model with them put the newest
-value first on 0.584 of the projects' update questions held out by project, against 0.274
-without them, and held the sessions and past fixes; but it failed the contested-pair check of
-`tests/train/test_ranker_model.py` (29 of 40, one feature alone 29), a rule of its shipping
-written before it was scored (`train/ranker/README.md`). Adding them here is the decision to
-ship such a model; `python -m train` then builds the dated projects too (`uses_time_features`).
+- `reference`: today's list, without the time features (`codemem.ranking.time_features`).
+- `time`: the same with the time features. Their data are the dated projects (written ones and
+  real version changes of the training histories); the replays' and past-fix windows' dates read
+  "not known" (a first trial, issue 41, learned those artefacts as age).
+
+`PURPOSE` names what a candidate's added features are for, as the ship rule measures it: the
+figure (on one group of the out-of-fold queries) whose gain over the reference must have a 95%
+paired-bootstrap interval above 0.
 """
 
 from __future__ import annotations
@@ -21,13 +22,21 @@ from __future__ import annotations
 from codemem.ranking.features import FEATURES, MONOTONE
 from codemem.ranking.time_features import TIME_FEATURES
 
-TRAINING_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f not in TIME_FEATURES)
+REFERENCE = "reference"
+BASE: tuple[str, ...] = tuple(f for f in FEATURES if f not in TIME_FEATURES)
+CANDIDATES: dict[str, tuple[str, ...]] = {
+    REFERENCE: BASE,
+    "time": tuple(f for f in FEATURES if f in BASE or f in TIME_FEATURES),
+}
+# candidate -> (the group of queries, the figure): newest first is hit@1 on the update questions
+PURPOSE: dict[str, tuple[str, str]] = {"time": ("project questions: update", "hit@1")}
 
-# Where each trained feature lies in a full vector of `FEATURES`, and its monotone constraint.
-COLUMNS: tuple[int, ...] = tuple(FEATURES.index(f) for f in TRAINING_FEATURES)
-TRAINING_MONOTONE: tuple[int, ...] = tuple(MONOTONE[i] for i in COLUMNS)
+
+def columns(features: tuple[str, ...]) -> tuple[int, ...]:
+    """Where each of `features` lies in a full vector of `FEATURES`."""
+    return tuple(FEATURES.index(f) for f in features)
 
 
-def uses_time_features() -> bool:
-    """Whether the trained model reads a time feature (then the dated projects are training data)."""
-    return not set(TRAINING_FEATURES).isdisjoint(TIME_FEATURES)
+def monotone(features: tuple[str, ...]) -> tuple[int, ...]:
+    """Each of `features`' monotone constraint."""
+    return tuple(MONOTONE[i] for i in columns(features))

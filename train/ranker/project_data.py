@@ -31,6 +31,7 @@ from codemem.memory import Memory
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.store.schema import key_of
 from train.data import refuse_evaluation_data
+from train.licences import require_training
 from train.ranker.build_data import CARD_COLUMNS, signals_record
 
 TRAINING_SPLITS = ("train", "dev", "heldout")
@@ -88,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             project = json.loads(f.read_text())
             if project.get("split") not in TRAINING_SPLITS:
                 raise SystemExit(f"{f}: split {project.get('split')!r} is not training data ({', '.join(TRAINING_SPLITS)})")
+            # A project mined from a history names it; one written for this project is ours.
+            require_training(str(project.get("source") or "codemem"), str(f))
             # Two folders may each hold a project of one name: the second is told apart by its file.
             name = str(project["project"])
             name = name if name not in summary["projects"] else f"{name}-{f.stem}"

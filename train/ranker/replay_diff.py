@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from train.ranker.featureset import TRAINING_FEATURES
+from codemem.ranking.features import FEATURES
 from train.ranker.train import load_sessions
 
 # The query records' fields besides the signals; equal fields mean the same tasks searched
@@ -65,7 +65,7 @@ def compare(old: Path, new: Path) -> Difference:
                     if any(a.get(f) != b.get(f) for f in RECORD_FIELDS)]
     old_cards, new_cards = _cards(old), _cards(new)
     diff.cards = sorted(k for k in old_cards.keys() | new_cards.keys() if old_cards.get(k) != new_cards.get(k))
-    worst = np.zeros(len(TRAINING_FEATURES))
+    worst = np.zeros(len(FEATURES))
     old_rows, new_rows = ({q.query: q for q in load_sessions(path)} for path in (old, new))
     for query in sorted(old_rows.keys() | new_rows.keys()):
         a, b = old_rows.get(query), new_rows.get(query)
@@ -77,7 +77,7 @@ def compare(old: Path, new: Path) -> Difference:
         if len(a.keys):
             worst = np.maximum(worst, np.abs(a.x - b.x).max(axis=0))
     diff.max_feature_diff = float(worst.max())
-    diff.features = {f: float(d) for f, d in zip(TRAINING_FEATURES, worst, strict=True) if d > 0}
+    diff.features = {f: float(d) for f, d in zip(FEATURES, worst, strict=True) if d > 0}
     return diff
 
 

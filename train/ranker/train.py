@@ -60,14 +60,17 @@ from codemem.ranking.features import CANDIDATE_DEPTH, candidate_features, candid
 from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import parse_query
-from codemem.ranking.time_features import TIME_FEATURES, time_matches
+from codemem.ranking.time_features import time_matches
 from codemem.store.schema import key_of
 from codemem.timeline.questions import MODEL as QUESTIONS_MODEL
 from codemem.timeline.questions import Asked, QuestionReader
 from eval.replay.fusion import fuse
+from train.licences import require_training
+from train.past_fixes.build_data import HISTORIES
 from train.provenance import file_sha256, tree_state
+from train.ranker import ship_rule
 from train.ranker.build_data import signals_from
-from train.ranker.featureset import COLUMNS, TRAINING_FEATURES, TRAINING_MONOTONE
+from train.ranker.featureset import CANDIDATES, PURPOSE, REFERENCE, columns, monotone
 
 # "weighting": every candidate counts once, or every query once (its candidates share a weight
 # of 1: a past-fix query's hundred candidates then weigh what a session query's forty do).
@@ -76,26 +79,30 @@ FIXED: dict[str, Any] = {"objective": "cross_entropy", "learning_rate": 0.05, "m
                          "subsample": 0.8, "subsample_freq": 1, "colsample_bytree": 0.8, "reg_lambda": 1.0,
                          "random_state": 0, "n_jobs": 1, "verbose": -1,
                          # Every feature but the kind says "more related" as it grows (features.py): the
-                         # model is held to it.
-                         "monotone_constraints": list(TRAINING_MONOTONE), "monotone_constraints_method": "advanced"}
+                         # model is held to it (each candidate's constraints: `featureset.monotone`).
+                         "monotone_constraints_method": "advanced"}
 # An experience below this share of the best one's P(related) is left out where at most this
 # share of the related experiences among the first `FLOOR_DEPTH` would be.
 FLOOR_MISSES = 0.05
 FLOOR_DEPTH = 10
 SELECT_BY = "mrr"
+NOTHING_SHIPPED = 3  # the exit status when no candidate passes the ship rule
 GRID_FOLDS = 3  # the grid is chosen by holding out the repositories in this many groups
-FIGURES = ("hit@1", "hit@5", "mrr", "useful@1")
-KINDS = ("session", "commit", "project")
+FIGURES = ship_rule.FIGURES
+# Dated projects are "project", or "chat" where written as a developer's chat with an assistant.
+KINDS = ("session", "commit", "project", "chat")
+PROJECT_KINDS = ("project", "chat")
+HISTORY_OF = {repo.split("/")[1]: repo for repo in HISTORIES}  # a past-fix memory's name -> its history
 
 
 @dataclass
 class Query:
     query: str
     repo: str
-    kind: str  # "session" or "commit"
+    kind: str  # one of KINDS
     source: str  # the agent whose sessions, or "past-fixes"
     keys: list[str]  # candidates, by key
-    x: np.ndarray
+    x: np.ndarray  # every feature of `FEATURES` (a candidate reads its columns)
     y: np.ndarray  # 2 same_function / gold change, 1 same_file, 0 otherwise
     fused: np.ndarray
     bm25: np.ndarray
@@ -125,7 +132,7 @@ def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFie
     fused = fuse(signals)
     labels = rec["labels"]
     return Query(rec["query"], rec["repo"], kind, source, keys,
-                 np.asarray([vectors[k] for k in keys], dtype=np.float64)[:, COLUMNS],
+                 np.asarray([vectors[k] for k in keys], dtype=np.float64),
                  np.asarray([labels.get(k, 0) for k in keys], dtype=np.int32),
                  np.asarray([fused.get(k, 0.0) for k in keys]),
                  np.asarray([signals.bm25.get(k, -1.0) for k in keys]),
@@ -134,7 +141,9 @@ def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFie
 
 def load_sessions(path: Path, trains: bool = True, kind: str = "session", questions: Path = QUESTIONS_MODEL) -> list[Query]:
     """Every query `build_data` recorded in `path` (one agent's sessions, or a mixed replay),
-    or `project_data` (dated projects: `kind` "project", each project's style its source)."""
+    or `project_data` (dated projects: `kind` "project", each project's style its source; a
+    chat's kind is "chat"). Training sessions (`trains`) must come from agents whose licence
+    lets a model be trained on them (`train.licences`), whatever the command line says."""
     cards: dict[str, CardFields] = {}
     locations = LocationIndex()
     rows = [json.loads(line) for line in (path / "cards.jsonl").read_text().splitlines()]
@@ -142,15 +151,19 @@ def load_sessions(path: Path, trains: bool = True, kind: str = "session", questi
     # replay): their cards are not dated, and their time features read "not known".
     for card in rows:
         cards[card["id"]] = CardFields.of(card["text"], card["metadata"], card.get("timestamp") or 0)
+        if trains and kind == "session" and card.get("agent"):
+            require_training(str(card["agent"]), f"sessions in {path}")
     locations.put({"session_key": c["id"], "refs": c.get("refs", ""), "metadata": c["metadata"]} for c in rows)
     records = [json.loads(line) for line in (path / "queries.jsonl").read_text().splitlines()]
     readings = asked_of([str(r["text"]) for r in records], questions) if any(c.ms > 0 for c in cards.values()) else {}
     out = []
     for rec in records:
         source = path.name if rec.get("replay") == "mixed" else str(rec.get("agent") or path.name)
+        own = kind
         if kind == "project":
+            own = "chat" if source == "chat" else "project"
             source = f"project {source}"
-        if (q := _query(rec, kind, source, cards, locations, readings.get(str(rec["text"])))) is not None:
+        if (q := _query(rec, own, source, cards, locations, readings.get(str(rec["text"])))) is not None:
             q.trains = trains
             q.asked = str(rec.get("kind") or "")
             out.append(q)
@@ -178,6 +191,7 @@ def load_commits(path: Path, stores: Path | None = None) -> list[Query]:
     for line in (path / "queries.jsonl").read_text().splitlines():
         rec = json.loads(line)
         user = str(rec["memory"])
+        require_training(HISTORY_OF[user.removeprefix("pastfixes-")], f"past fixes in {path}")
         if user not in cards:
             cards[user] = commit_cards(stores, user.removeprefix("pastfixes-"))
         if (q := _query(rec, "commit", "past-fixes", cards[user])) is not None:
@@ -203,40 +217,15 @@ def commit_cards(stores: Path, name: str) -> dict[str, CardFields]:
 def figures(queries: Sequence[Query], scores: Sequence[np.ndarray]) -> dict[str, float]:
     """hit@1, hit@5, MRR and useful@1 of ranking each query's candidates by `scores` (ties
     keep the key order)."""
-    hit1, hit5, rr, useful = [], [], [], []
-    for q, s in zip(queries, scores, strict=True):
-        order = np.argsort(-s, kind="stable")
-        y = q.y[order]
-        top = y.max() if len(y) else 0
-        gold = np.flatnonzero(y == top) if top > 0 else np.array([], dtype=int)
-        first = int(gold[0]) + 1 if len(gold) else None
-        hit1.append(first == 1)
-        hit5.append(first is not None and first <= 5)
-        rr.append(1.0 / first if first else 0.0)
-        useful.append(bool(len(y) and y[0] > 0))
-    return {"hit@1": float(np.mean(hit1)), "hit@5": float(np.mean(hit5)), "mrr": float(np.mean(rr)),
-            "useful@1": float(np.mean(useful)), "queries": len(queries)}
+    each = ship_rule.per_query([q.y for q in queries], scores)
+    return {name: float(v.mean()) if len(v) else 0.0 for name, v in each.items()} | {"queries": len(queries)}
 
 
-def per_query(queries: Sequence[Query], scores: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """Each query's hit@1, reciprocal rank and useful@1."""
-    rows = [figures([q], [s]) for q, s in zip(queries, scores, strict=True)]
-    return {name: np.asarray([r[name] for r in rows]) for name in ("hit@1", "mrr", "useful@1")}
-
-
-def paired_gain(queries: Sequence[Query], learned: Sequence[np.ndarray], other: Sequence[np.ndarray],
-                draws: int = 2000) -> dict[str, list[float]]:
+def paired_gain(queries: Sequence[Query], learned: Sequence[np.ndarray], other: Sequence[np.ndarray]) -> dict[str, list[float]]:
     """The model's gain over `other` per figure: mean and a 95% paired bootstrap interval over queries."""
-    a, b = per_query(queries, learned), per_query(queries, other)
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, len(queries), size=(draws, len(queries)))
-    out = {}
-    for name in a:
-        d = a[name] - b[name]
-        boot = d[idx].mean(axis=1)
-        out[name] = [round(float(d.mean()), 3), round(float(np.quantile(boot, 0.025)), 3),
-                     round(float(np.quantile(boot, 0.975)), 3)]
-    return out
+    labels = [q.y for q in queries]
+    a, b = ship_rule.per_query(labels, learned), ship_rule.per_query(labels, other)
+    return {name: [round(v, 3) for v in ship_rule.interval(a[name] - b[name])] for name in ("hit@1", "mrr", "useful@1")}
 
 
 def baselines(queries: Sequence[Query]) -> dict[str, list[np.ndarray]]:
@@ -244,15 +233,18 @@ def baselines(queries: Sequence[Query]) -> dict[str, list[np.ndarray]]:
             "dense": [q.cosine for q in queries]}
 
 
-def fit(queries: Sequence[Query], params: dict[str, Any]) -> lgb.LGBMRegressor:
-    """The model fitted on the training queries among `queries` (checks are never fitted)."""
+def fit(queries: Sequence[Query], params: dict[str, Any], features: tuple[str, ...]) -> lgb.LGBMRegressor:
+    """The model over `features` fitted on the training queries among `queries` (checks are
+    never fitted)."""
     train = [q for q in queries if q.trains]
-    model = lgb.LGBMRegressor(**FIXED, **{k: v for k, v in params.items() if k != "weighting"})
+    cols = list(columns(features))
+    model = lgb.LGBMRegressor(**FIXED, monotone_constraints=list(monotone(features)),
+                              **{k: v for k, v in params.items() if k != "weighting"})
     weight = None
     if params.get("weighting") == "query":
         weight = np.concatenate([np.full(len(q.keys), 1.0 / len(q.keys)) for q in train])
         weight *= len(weight) / weight.sum()  # the same total as one per candidate
-    model.fit(np.vstack([q.x for q in train]), np.concatenate([q.y for q in train]) / 2.0, sample_weight=weight)
+    model.fit(np.vstack([q.x[:, cols] for q in train]), np.concatenate([q.y for q in train]) / 2.0, sample_weight=weight)
     return model
 
 
@@ -275,15 +267,17 @@ def repository_folds(queries: Sequence[Query], k: int | None = None) -> list[set
     return [set(repos[i::k]) for i in range(k)]
 
 
-def loro(queries: Sequence[Query], params: dict[str, Any], folds: list[set[str]] | None = None) -> list[np.ndarray]:
-    """Out-of-fold scores: each fold's queries scored by a model fitted on the other folds'
-    (default: leave one repository out)."""
+def loro(queries: Sequence[Query], params: dict[str, Any], features: tuple[str, ...],
+         folds: list[set[str]] | None = None) -> list[np.ndarray]:
+    """Out-of-fold scores: each fold's queries scored by a model over `features` fitted on the
+    other folds' (default: leave one repository, or one dated project, out)."""
     scores: list[np.ndarray | None] = [None] * len(queries)
+    cols = list(columns(features))
     for fold in folds or repository_folds(queries):
-        model = fit([q for q in queries if q.repo not in fold], params)
+        model = fit([q for q in queries if q.repo not in fold], params, features)
         for i, q in enumerate(queries):
             if q.repo in fold:
-                scores[i] = raw(model, q.x)
+                scores[i] = raw(model, q.x[:, cols])
     return [s for s in scores if s is not None]
 
 
@@ -292,13 +286,15 @@ def ranked(queries: Sequence[Query]) -> list[int]:
     return [i for i, q in enumerate(queries) if q.related > 0]
 
 
-def choose(queries: Sequence[Query], folds: int | None = None) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+def choose(queries: Sequence[Query], features: tuple[str, ...], folds: int | None = None
+           ) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
     """The grid point with the best cross-validated `SELECT_BY` over the ranked queries (every
-    query trains), the repositories held out one at a time or in `folds` groups."""
+    query trains) for a model over `features`, the repositories held out one at a time or in
+    `folds` groups."""
     idx = [i for i in ranked(queries) if queries[i].trains]  # a check chooses nothing
     table = {}
     for p in grid():
-        oof = loro(queries, p, repository_folds(queries, folds))
+        oof = loro(queries, p, features, repository_folds(queries, folds))
         table[json.dumps(p)] = figures([queries[i] for i in idx], [oof[i] for i in idx])
     best = max(table, key=lambda p: (table[p][SELECT_BY], table[p]["hit@1"]))
     return json.loads(best), table
@@ -380,31 +376,6 @@ def quiet_figures(queries: Sequence[Query], probabilities: Sequence[np.ndarray],
             "queries_nothing_related": int(absent.sum())}
 
 
-def contested_pairs(queries: Sequence[Query], limit: int = 40, margin: int = 3) -> list[dict[str, Any]]:
-    """Pairs of one query's candidates, its best related one and the unrelated one that the
-    lexical retriever likes best among those that each beat it on at least `margin` features
-    and lose to it on as many: what the training data says about candidates that no single
-    feature orders. One per query, taken in turn from each repository, at most `limit`
-    (the model card keeps them; `tests/train/test_ranker_model.py` checks the model orders
-    them as their labels do)."""
-    lexical = TRAINING_FEATURES.index("lexical_share")
-    by_repo: dict[str, list[dict[str, Any]]] = {}
-    for q in sorted(queries, key=lambda q: (q.repo, q.query)):
-        if q.related == 0 or q.y.max() == 0:
-            continue
-        r = int(np.argmax(q.y))
-        for o in sorted(np.flatnonzero(q.y == 0), key=lambda i: -q.x[i, lexical]):
-            if (q.x[r] > q.x[o]).sum() >= margin and (q.x[r] < q.x[o]).sum() >= margin:
-                by_repo.setdefault(q.repo, []).append({"query": q.query, "kind": q.kind,
-                                                       "related": [round(float(v), 6) for v in q.x[r]],
-                                                       "other": [round(float(v), 6) for v in q.x[o]]})
-                break
-    out: list[dict[str, Any]] = []
-    for row in itertools.zip_longest(*by_repo.values()):
-        out += [p for p in row if p is not None]
-    return out[:limit]
-
-
 def data_name(path: Path, root: Path | None) -> str:
     """A data file's name in the card: its path under `root` (the training cache, the same on
     every machine) where it lies there, else as given."""
@@ -447,9 +418,31 @@ def markdown(card: dict[str, Any]) -> str:
              f"{data['candidates']:,} candidates, {data['related_candidates']:,} related. By kind: "
              + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()) + "; by source: "
              + ", ".join(f"{k} {v}" for k, v in data["by_source"].items()) + ".", "",
-             "**Leave-one-repository-out, on the training data, not validation** (the grid point was chosen "
-             f"holding the same repositories out in {GRID_FOLDS} groups: {len(grid())} points, a small optimism):", "",
-             "| kind | ranking | queries | hit@1 | hit@5 | MRR | useful@1 |", "|---|---|---:|---:|---:|---:|---:|"]
+             "**The ship rule** (written before the run: README, \"The ship rule\"), every candidate out of fold on "
+             f"the same {card['ship_rule']['queries']} ranked queries (" + ", ".join(f"{k} {n}" for k, n in
+                                                                              card['ship_rule']['kinds'].items())
+             + f"); shipped: **{card['ship_rule']['shipped']}**. Differences are to the reference, mean [95% paired "
+             "bootstrap]:", "",
+             "| candidate | features | MRR | minus reference (MRR) | hit@1 by kind (minus reference) | best single "
+             "feature MRR | purpose gain | passes |", "|---|---:|---:|---|---|---:|---|---|"]
+    for name, c in card["ship_rule"]["candidates"].items():
+        kinds = "; ".join(f"{k} {c['by_kind'][k]['hit@1']:.3f} ({c['minus_reference'][k]['hit@1'][0]:+.3f} "
+                          f"[{c['minus_reference'][k]['hit@1'][1]:+.3f}, {c['minus_reference'][k]['hit@1'][2]:+.3f}])"
+                          for k in c["by_kind"])
+        m = c["minus_reference"]["all"]["mrr"]
+        purpose = "-"
+        if "purpose" in c:
+            p = c["purpose"]
+            purpose = f"{p['figure']} on {p['group']} ({p['queries']})" + (
+                f": {p['reference']:.3f} -> {p['candidate']:.3f}, {p['gain'][0]:+.3f} [{p['gain'][1]:+.3f}, {p['gain'][2]:+.3f}]"
+                if p["queries"] else ": none in the data")
+        failed = [k for k, v in c["checks"].items() if not ship_rule.passed(v)]
+        lines.append(f"| {name} | {len(c['features'])} | {c['all']['mrr']:.3f} | {m[0]:+.4f} [{m[1]:+.4f}, {m[2]:+.4f}] | "
+                     f"{kinds} | {c['best_single_feature']['mrr']:.3f} | {purpose} | "
+                     f"{'yes' if c['passes'] else 'no: ' + ', '.join(failed)} |")
+    lines += ["", "**Leave-one-repository-out, on the training data, not validation** (the grid point was chosen "
+              f"holding the same repositories out in {GRID_FOLDS} groups: {len(grid())} points, a small optimism):", "",
+              "| kind | ranking | queries | hit@1 | hit@5 | MRR | useful@1 |", "|---|---|---:|---:|---:|---:|---:|"]
     for kind, table in cv["by_kind"].items():
         for name, f in table.items():
             lines.append(f"| {kind} | {name} | {f['queries']} | {f['hit@1']:.3f} | {f['hit@5']:.3f} | {f['mrr']:.3f} "
@@ -489,16 +482,25 @@ def write_readme(path: Path, section: str) -> None:
     path.write_text(head + start + section + end + rest.split(end, 1)[1])
 
 
-def leave_out(names: Sequence[str]) -> None:
-    """Train without `names` (an ablation run's comparison: its card names the features it read)."""
-    global TRAINING_FEATURES, COLUMNS
-    kept = [i for i, f in enumerate(TRAINING_FEATURES) if f not in names]
-    TRAINING_FEATURES = tuple(TRAINING_FEATURES[i] for i in kept)
-    COLUMNS = tuple(COLUMNS[i] for i in kept)
-    FIXED["monotone_constraints"] = [TRAINING_MONOTONE[i] for i in kept]
+def held_out(every: Sequence[Query], checks: Sequence[Query], features: tuple[str, ...]) -> dict[str, Any]:
+    """One candidate feature list: its grid point (the repositories in `GRID_FOLDS` groups),
+    then every query and check scored out of fold at that point, and its best single feature
+    out of fold on the same folds."""
+    params, table = choose(every, features, GRID_FOLDS)
+    print(f"{len(features)} features, grid: {params}", flush=True)
+    held_all = loro([*every, *checks], params, features)  # each repository scored by a model that never saw it
+    idx = ranked(every)
+    position = {i: n for n, i in enumerate(idx)}
+    folds = [[position[i] for i in idx if every[i].repo in fold] for fold in repository_folds(every)]
+    cols = list(columns(features))
+    single, chosen = ship_rule.single_feature_scores([every[i].x[:, cols] for i in idx], [every[i].y for i in idx],
+                                                     [f for f in folds if f])
+    return {"features": features, "params": params, "table": table, "oof": held_all[:len(every)],
+            "checks": held_all[len(every):], "single": single,
+            "single_features": dict(sorted(Counter(features[j] for j in chosen).items()))}
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--signals", type=Path, action="append", default=[], help="one agent's replayed sessions")
     ap.add_argument("--commits", type=Path, action="append", default=[], help="past-fix tasks over histories")
@@ -511,6 +513,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--check-signals", type=Path, action="append", default=[],
                     help="sessions scored by the held-out models but never trained on (an agent whose license "
                          "does not allow shipping a model trained on it)")
+    ap.add_argument("--candidates", default=",".join(CANDIDATES),
+                    help=f"the candidate feature lists to compare by the ship rule (default: {','.join(CANDIDATES)}; "
+                         f"{REFERENCE!r} is always one)")
     ap.add_argument("--out", type=Path, default=Path("codemem/ranking/models"))
     ap.add_argument("--readme", type=Path, default=None, help="the model card whose generated section to rewrite")
     ap.add_argument("--report", type=Path, default=Path("/tmp/ranker/cv.json"))
@@ -518,13 +523,12 @@ def main(argv: list[str] | None = None) -> None:
                     help="name the data files in the card by their path under this folder (the training cache)")
     ap.add_argument("--allow-dirty", action="store_true",
                     help="train from a tree with uncommitted changes (the card says so)")
-    ap.add_argument("--without", action="append", default=[], choices=["time"],
-                    help="an ablation: train without these features (`time`: the time features); never installed")
     args = ap.parse_args(argv)
-    if "time" in args.without:
-        leave_out(TIME_FEATURES)
     if not args.signals and not args.commits:
         ap.error("give --signals and/or --commits")
+    names = list(dict.fromkeys([REFERENCE, *(n for n in args.candidates.split(",") if n)]))
+    if unknown := [n for n in names if n not in CANDIDATES]:
+        ap.error(f"unknown candidate(s) {', '.join(unknown)}; the candidates: {', '.join(CANDIDATES)}")
     t0 = time.perf_counter()
     # What the card says it was trained at: read before anything is written.
     at = tree_state()
@@ -540,12 +544,30 @@ def main(argv: list[str] | None = None) -> None:
     data = data_summary(every) | {"checks": dict(sorted(Counter(q.source for q in checks).items()))}
     print(json.dumps(data), flush=True)
 
-    params, table = choose(every, GRID_FOLDS)  # the shipped model's grid point
-    print(f"grid: {params}", flush=True)
-    held_all = loro([*every, *checks], params)  # each repository scored by a model that never saw it
-    held, held_checks = held_all[:len(every)], held_all[len(every):]
-    oof = held
+    # Every candidate on the same folds; the ship rule (train/ranker/README.md) picks one.
+    runs = {name: held_out(every, checks, CANDIDATES[name]) for name in names}
     idx = ranked(every)
+    groups = {f"project questions: {asked}": [n for n, i in enumerate(idx) if every[i].kind in PROJECT_KINDS
+                                               and every[i].asked == asked]
+              for asked in sorted({q.asked for q in every if q.kind in PROJECT_KINDS})}
+    rule = ship_rule.decide([every[i].y for i in idx], [every[i].kind for i in idx],
+                            {n: [r["oof"][i] for i in idx] for n, r in runs.items()},
+                            {n: r["single"] for n, r in runs.items()}, groups,
+                            {n: PURPOSE[n] for n in names if n in PURPOSE}, REFERENCE)
+    for n, r in runs.items():
+        rule["candidates"][n] |= {"features": list(r["features"]), "params": r["params"],
+                                  "single_features_chosen": r["single_features"],
+                                  "grid_cv": {p: rounded(f) for p, f in r["table"].items()}}
+    print(json.dumps({n: {k: c[k] for k in ("all", "checks", "passes")} for n, c in rule["candidates"].items()}
+                     | {"shipped": rule["shipped"]}, indent=1), flush=True)
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    if rule["shipped"] is None:
+        args.report.write_text(json.dumps({"ship_rule": rule, "trained_on": data}, indent=1))
+        print(f"no candidate passes the ship rule: nothing written to {args.out}; see {args.report}", flush=True)
+        return NOTHING_SHIPPED
+    shipped = runs[rule["shipped"]]
+    features, params, held, held_checks = shipped["features"], shipped["params"], shipped["oof"], shipped["checks"]
+
     by_kind, gain = {}, {}
     for kind in ("all", *KINDS):
         sub = [i for i in idx if kind == "all" or every[i].kind == kind]
@@ -555,27 +577,26 @@ def main(argv: list[str] | None = None) -> None:
         by_kind[kind] = scored_table(qs, [held[i] for i in sub])
         gain[kind] = paired_gain(qs, [held[i] for i in sub], [q.fused for q in qs])
     by_source = {}
-    for source in sorted({q.source for q in every if q.kind in ("session", "project")}):
+    for source in sorted({q.source for q in every if q.kind in ("session", *PROJECT_KINDS)}):
         sub = [i for i in idx if every[i].source == source]
         by_source[source] = scored_table([every[i] for i in sub], [held[i] for i in sub])
-    for asked in sorted({q.asked for q in every if q.kind == "project"}):  # update: hit@1 is newest first
-        sub = [i for i in idx if every[i].kind == "project" and every[i].asked == asked]
+    for asked in sorted({q.asked for q in every if q.kind in PROJECT_KINDS}):  # update: hit@1 is newest first
+        sub = [i for i in idx if every[i].kind in PROJECT_KINDS and every[i].asked == asked]
         by_source[f"project questions: {asked}"] = scored_table([every[i] for i in sub], [held[i] for i in sub])
     for source in sorted({q.source for q in checks}):
         sub = [i for i in ranked(checks) if checks[i].source == source]
         by_source[f"{source} (check: never trained on)"] = scored_table([checks[i] for i in sub],
                                                                         [held_checks[i] for i in sub])
     per_repo = {}
-    for r in sorted({every[i].repo for i in idx}):
-        sub = [i for i in idx if every[i].repo == r]
-        per_repo[r] = scored_table([every[i] for i in sub], [held[i] for i in sub])
-    print(json.dumps(by_kind, indent=1), json.dumps(gain, indent=1), flush=True)
+    for repo in sorted({every[i].repo for i in idx}):
+        sub = [i for i in idx if every[i].repo == repo]
+        per_repo[repo] = scored_table([every[i] for i in sub], [held[i] for i in sub])
 
-    score = np.concatenate(oof)
+    score = np.concatenate(held)
     related = np.concatenate([(q.y > 0).astype(float) for q in every])
     a, b = fit_platt(score, related)
     calib = calibration_figures(platt(score, a, b), related)
-    probabilities = [platt(s, a, b) for s in oof]
+    probabilities = [platt(s, a, b) for s in held]
     search = {"quiet_below": choose_quiet_below(every, probabilities),
               "relevance_floor": choose_floor([every[i] for i in idx], [probabilities[i] for i in idx])}
     shape = search | {"by_kind": {kind: quiet_figures([q for q in every if kind == "all" or q.kind == kind],
@@ -584,36 +605,36 @@ def main(argv: list[str] | None = None) -> None:
                                   for kind in ("all", *KINDS) if kind == "all" or any(q.kind == kind for q in every)}}
 
     t1 = time.perf_counter()
-    model = fit(every, params)
+    model = fit(every, params, features)
     fit_s = time.perf_counter() - t1
     args.out.mkdir(parents=True, exist_ok=True)
     model.booster_.save_model(str(args.out / "ranker.txt"))
     data_hash = hashlib.sha256("".join(sorted(hashes.values())).encode()).hexdigest()
-    pairs = contested_pairs(every)
-    ordered = [raw(model, np.asarray([p["related"]]))[0] > raw(model, np.asarray([p["other"]]))[0] for p in pairs]
     card = {
-        "model_id": f"codemem-relevance-{data_hash[:8]}-{params['num_leaves']}x{params['n_estimators']}-{params['weighting']}",
-        "features": list(TRAINING_FEATURES), "candidate_depth": CANDIDATE_DEPTH,
-        "params": {**FIXED, **params}, "calibration": {"kind": "platt", "a": a, "b": b, **calib},
+        "model_id": f"codemem-relevance-{data_hash[:8]}-{rule['shipped']}-{params['num_leaves']}x{params['n_estimators']}"
+                    f"-{params['weighting']}",
+        "features": list(features), "candidate_depth": CANDIDATE_DEPTH,
+        "params": {**FIXED, "monotone_constraints": list(monotone(features)), **params},
+        "calibration": {"kind": "platt", "a": a, "b": b, **calib},
         "search": search, "answer_shape": shape,
         "trained_on": {"data_sha256": hashes, **at, **data},
-        "cv": {"note": "leave-one-repository-out on the training data (not validation); the grid point was chosen "
-                       f"by holding the same repositories out in {GRID_FOLDS} groups",
+        "ship_rule": rule,
+        "cv": {"note": "leave-one-repository-out (and one dated project out) on the training data (not validation); "
+                       f"the grid point was chosen by holding the same repositories out in {GRID_FOLDS} groups",
                "by_kind": by_kind, "by_source": by_source, "minus_fused": gain, "per_repo": per_repo,
-               "grid_cv": {p: rounded(f) for p, f in table.items()}},
-        "checks": {"contested_pairs": pairs, "ordered_right_in_sample": int(sum(ordered))},
+               "grid_cv": {p: rounded(f) for p, f in shipped["table"].items()}},
         "fit_s": round(fit_s, 2), "total_s": round(time.perf_counter() - t0, 1),
         "machine": f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f}",
-        "gain_importance": dict(sorted(zip(TRAINING_FEATURES, map(float, model.booster_.feature_importance("gain")), strict=True),
+        "gain_importance": dict(sorted(zip(features, map(float, model.booster_.feature_importance("gain")), strict=True),
                                        key=lambda kv: -kv[1])),
     }
     (args.out / "ranker.json").write_text(json.dumps(card, indent=1) + "\n")
-    args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(card, indent=1))
     if args.readme:
         write_readme(args.readme, markdown(card))
     print(json.dumps({k: card[k] for k in ("model_id", "params", "search", "answer_shape", "fit_s", "total_s")}, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
