@@ -10,8 +10,11 @@ BINDIR ?= $(HOME)/.local/bin
 
 # `make train`: every derived file of the training run is kept in TRAIN_CACHE (one folder per
 # step and key); the public repositories it reads are where the session's fetch tool puts them.
-TRAIN_CACHE ?= $(HOME)/.cache/codemem-train
+# The same default as `python -m train` (XDG_CACHE_HOME, else ~/.cache); SHARED is the shared data
+# folder (swe-verified-reuse and the evaluation sets it keeps out; CODEMEM_SHARED_DATA sets it too).
+TRAIN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codemem-train
 MIRRORS ?= /work/.mirror
+SHARED ?= $(or $(CODEMEM_SHARED_DATA),../shared/data)
 TRAIN_ARGS ?=
 
 .PHONY: setup dev serve install uninstall lint test results train clean
@@ -80,13 +83,13 @@ results: dev
 	$(BIN)/python -m eval.load.ingest
 	$(BIN)/python -m eval.render
 
-# Rebuilds every shipped model at HEAD from public sources (the relevance ranker and the decision
-# reader, with their cards), reusing each step whose code, data, sources and parameters are
+# Rebuilds every shipped model at HEAD from public sources (the relevance ranker, the question and
+# decision readers, with their cards), reusing each step whose code, data, sources and parameters are
 # unchanged. Missing sources: it lists what to fetch and exits 2 before any work. A tree with
 # uncommitted changes is refused unless TRAIN_ARGS=--allow-dirty. Other options (--steps,
 # --check, --no-install): `python -m train --help`; the steps and their times: train/README.md.
 train: dev
-	$(BIN)/python -m train --cache $(TRAIN_CACHE) --mirrors $(MIRRORS) $(TRAIN_ARGS)
+	$(BIN)/python -m train --cache $(TRAIN_CACHE) --mirrors $(MIRRORS) --shared $(SHARED) $(TRAIN_ARGS)
 
 clean:
 	rm -rf $(VENV)

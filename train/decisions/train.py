@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     shipped = DecisionReader.load(args.out).probabilities(texts, emb)
     fitted = model.predict_proba(inputs(texts, emb, words, fit=False))[:, 1]
     assert np.allclose(shipped, fitted, atol=1e-4), float(np.abs(shipped - fitted).max())
-    print(json.dumps({k: v for k, v in card.items() if k not in ("embedding_weights", "terms")}, indent=1))
+    # The card's figures, not its weights (the terms and character n-grams run to megabytes).
+    print(json.dumps({k: card[k] for k in ("embedder", "threshold", "threshold_rule", "C", "trained_on", "cv")}, indent=1))
     print(f"trained in {time.perf_counter() - t0:.1f} s")
     return 0
 
