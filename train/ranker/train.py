@@ -78,6 +78,10 @@ GRID: dict[str, tuple[Any, ...]] = {"num_leaves": (7, 15), "n_estimators": (100,
 FIXED: dict[str, Any] = {"objective": "cross_entropy", "learning_rate": 0.05, "min_child_samples": 20,
                          "subsample": 0.8, "subsample_freq": 1, "colsample_bytree": 0.8, "reg_lambda": 1.0,
                          "random_state": 0, "n_jobs": 1, "verbose": -1,
+                         # LightGBM picks row- or column-wise histograms by timing both on the data, so
+                         # the choice (and the last bits of the sums) followed the machine's load: two
+                         # runs on the same data wrote different trees. Fixed, and deterministic.
+                         "force_col_wise": True, "deterministic": True,
                          # Every feature but the kind says "more related" as it grows (features.py): the
                          # model is held to it (each candidate's constraints: `featureset.monotone`).
                          "monotone_constraints_method": "advanced"}
