@@ -23,6 +23,11 @@ from train.provenance import REPO_ROOT
 # The code every data step runs: the product's ingest, retrievers and features, and the rules.
 CORE = ("codemem", "parsers", "pyproject.toml", "train/data.py", "eval/_paths.py")
 MIXED = "mixed"
+# Every data step runs with a fixed hash seed: it fixes the order of sets, and with it the last
+# bits of the summed scores (location masses, field matches), how their ties fall, and the
+# order texts are embedded in. Two runs then write the same files (issue 53 found the past-fix,
+# commit and project steps differing in those bits between two builds).
+SAME_EVERY_RUN = {"PYTHONHASHSEED": "0"}
 # The shipped model trains on the agents whose licence lets it (`train.licences`: mini and
 # vorflux, MIT) and their mixed replay; the others' sessions (OpenHands: no licence stated) are
 # scored as a check, never trained on (train/ranker/README.md).
@@ -46,11 +51,9 @@ def replay_step(name: str, sessions: Mapping[str, Source | Path], replays: Seque
             agents += ["--agent", f"{agent}={where}"]
         return ["--data", path("input:tasks"), *agents, "--replays", ",".join(replays), "--out", path("out")]
 
-    # A fixed hash seed fixes the order of sets, and with it the last bits of the summed scores
-    # (location masses, field matches) and how their ties fall: two runs write the same files.
     return Step(name, "train.ranker.build_data", argv,
                 code=(*CORE, "train/ranker/build_data.py", "train/ranker/agents.py", "train/licences.py"),
-                inputs={"tasks": tasks, **folders}, sources=mirrors, env={"PYTHONHASHSEED": "0"})
+                inputs={"tasks": tasks, **folders}, sources=mirrors, env=SAME_EVERY_RUN)
 
 
 def pastfix_step(shared: Path) -> Step:
@@ -61,7 +64,7 @@ def pastfix_step(shared: Path) -> Step:
                 code=(*CORE, "train/past_fixes"),
                 inputs={"tasks": shared / "swe-verified-reuse" / "tasks.jsonl", **exclusion_inputs(shared)},
                 sources={"multi-swe-bench": MULTI_SWE_BENCH, **{s.repository: s for s in histories()}},
-                env={"CODEMEM_SHARED_DATA": str(shared)})
+                env={"CODEMEM_SHARED_DATA": str(shared), **SAME_EVERY_RUN})
 
 
 def exclusion_inputs(shared: Path) -> dict[str, Path]:
@@ -76,7 +79,8 @@ def commits_step(pastfix: str = "pastfix") -> Step:
     return Step("commits", "train.ranker.commit_data",
                 lambda path: ["--store", f"{path('after:' + pastfix)}/store", "--tasks",
                               f"{path('after:' + pastfix)}/tasks.json", "--out", path("out")],
-                code=(*CORE, "train/ranker/commit_data.py", "train/ranker/build_data.py"), after=(pastfix,))
+                code=(*CORE, "train/ranker/commit_data.py", "train/ranker/build_data.py"), after=(pastfix,),
+                env=SAME_EVERY_RUN)
 
 
 def history_step() -> Step:
@@ -85,7 +89,7 @@ def history_step() -> Step:
     return Step("history", "train.ranker.history_updates",
                 lambda path: ["--mirrors", path("mirrors"), "--out", path("out")],
                 code=("train/ranker/history_updates.py", "train/data.py"),
-                sources={s.repository: s for s in histories()})
+                sources={s.repository: s for s in histories()}, env=SAME_EVERY_RUN)
 
 
 def projects_step(folders: Mapping[str, Path], after: Sequence[str] = ()) -> Step:
@@ -96,8 +100,7 @@ def projects_step(folders: Mapping[str, Path], after: Sequence[str] = ()) -> Ste
                               *(a for step in after for a in ("--projects", f"{path('after:' + step)}/projects")),
                               "--out", path("out")],
                 code=(*CORE, "train/ranker/project_data.py", "train/ranker/build_data.py", "train/licences.py"),
-                inputs=dict(folders),
-                after=tuple(after))
+                inputs=dict(folders), after=tuple(after), env=SAME_EVERY_RUN)
 
 
 @dataclass(frozen=True)

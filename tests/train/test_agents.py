@@ -118,7 +118,7 @@ def test_sessions_are_read_from_a_run_s_git_directory_and_a_missing_one_yields_n
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "runs")
-    run = Run("openhands", "OpenHands", "someone/run", "evaluation/trajs", "MIT", openhands_messages, "{iid}/")
+    run = Run("openhands", "OpenHands", "someone/run", "evaluation/trajs", openhands_messages, "{iid}/")
     got = dict(read_sessions(run, repo / ".git", ["pkg__pkg-2", "pkg__pkg-9", "pkg__pkg-1"]))
     assert list(got) == ["pkg__pkg-2", "pkg__pkg-9", "pkg__pkg-1"]
     assert got["pkg__pkg-9"] == [] and len(got["pkg__pkg-1"]) == len(got["pkg__pkg-2"]) == 6

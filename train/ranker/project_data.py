@@ -25,14 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
 from codemem.memory import Memory
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.store.schema import key_of
 from train.data import refuse_evaluation_data
 from train.licences import require_training
-from train.ranker.build_data import CARD_COLUMNS, signals_record
+from train.ranker.build_data import CARD_COLUMNS, replay_settings, signals_record
 
 TRAINING_SPLITS = ("train", "dev", "heldout")
 
@@ -56,14 +55,19 @@ def replay(project: dict[str, Any], name: str, memory: Memory, out: Any, cards_o
                                         for m in s["messages"]]))
         memory.refresh_session(user, s["id"])
         names[key_of(user, s["id"])] = f"{name}:{s['id']}"
+    # The compactor's round at the same point in every run (no background compactor): a
+    # Search's BM25 depends on how the store is compacted and indexed when it runs.
+    memory.compactor.run_once()
     for i, q in enumerate(project["questions"]):
         signals, _ = memory.signals(user, q["question"], DEFAULT_SEARCH, DEFAULT_SEARCH.retrieval.candidates)
         out.write(json.dumps({"query": f"{name}#{i}", "instance_id": f"{name}#{i}", "repo": f"project:{name}",
                               "replay": "projects", "agent": style, "kind": q["kind"], "text": q["question"],
                               "memory": user, "labels": labels(q, name),
                               "signals": signals_record(signals, names)}) + "\n")
-    for card in memory.store.user_rows(key_of(user), "card", [*CARD_COLUMNS, "timestamp"]):
-        if (card_id := names.get(str(card["session_key"]))) is not None:
+    # In the sessions' order, not the store's (which follows its compaction).
+    rows = {str(c["session_key"]): c for c in memory.store.user_rows(key_of(user), "card", [*CARD_COLUMNS, "timestamp"])}
+    for key, card_id in names.items():
+        if (card := rows.get(key)) is not None:
             cards_out.write(json.dumps({"id": card_id, "instance_id": card_id, "agent": style, "replay": "projects",
                                         **{c: card[c] for c in (*CARD_COLUMNS, "timestamp") if c != "session_key"}})
                             + "\n")
@@ -83,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     summary: dict[str, Any] = {"projects": {}}
     with tempfile.TemporaryDirectory(prefix="projects-") as tmp, \
-            Memory(Settings().replace({"storage.data_dir": str(Path(tmp) / "data")})) as memory, \
+            Memory(replay_settings(Path(tmp) / "data")) as memory, \
             (args.out / "queries.part").open("w") as out, (args.out / "cards.part").open("w") as cards_out:
         for f in files:
             project = json.loads(f.read_text())

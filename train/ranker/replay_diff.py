@@ -75,7 +75,9 @@ def compare(old: Path, new: Path) -> Difference:
         if not np.array_equal(a.y, b.y):
             diff.labels.append(a.query)
         if len(a.keys):
-            worst = np.maximum(worst, np.abs(a.x - b.x).max(axis=0))
+            # A feature "not known" (NaN) in both rows is the same; in one only, as far as can be.
+            gap = np.where(np.isnan(a.x) & np.isnan(b.x), 0.0, np.nan_to_num(np.abs(a.x - b.x), nan=np.inf))
+            worst = np.maximum(worst, gap.max(axis=0))
     diff.max_feature_diff = float(worst.max())
     diff.features = {f: float(d) for f, d in zip(FEATURES, worst, strict=True) if d > 0}
     return diff
