@@ -51,10 +51,12 @@ FILE_LABELS: dict[str, str] = {
     "timeline-supersession.json": "training",
     "timeline-fresh.json": "validation",
     "timeline-fresh2.json": "validation",
+    "timeline-fresh3.json": "validation",
     "timeline-newest-first.json": "training",
     "time-features-trial.json": "training",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
+    "decisions-suite3.json": "validation",
     "decisions-phrases.json": "validation",
     "staleness-ripgrep.json": "validation",
     "staleness-caddy.json": "validation",
@@ -292,6 +294,8 @@ FIGURES: tuple[Figure, ...] = (
            timeline),
     Figure("timeline-fresh2.json", "the same, second fresh set (6 projects, two coding chats; written for issue 49 by a helper "
            "who read only the format brief, scored once)", timeline),
+    Figure("timeline-fresh3.json", "the same, third fresh set (6 projects of six stacks; written for issue 53 from a brief "
+           "alone, checked by content against every training file, scored once; fresh and fresh2 are spent)", timeline),
     Figure("timeline-supersession.json", "the supersession cosine, chosen on the training projects' update questions",
            lambda r: "{} ({} questions): newest first {}, older values marked {}, current values marked {}".format(
                r["supersession"]["supersede_cosine"], *(r["supersession"]["grid"][str(r["supersession"]["supersede_cosine"])][k]
@@ -309,6 +313,9 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
     Figure("decisions-suite2.json", "decision reader on a second suite (132 decisions, 132 look-alikes from agent logs, commit "
            "subjects, chat, notes, docs, tickets; issue 49, scored once)",
+           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+    Figure("decisions-suite3.json", "decision reader on a third suite (150 decisions, 150 look-alikes from seven sources; "
+           "issue 53, written from a brief alone, scored once; the first two are spent)",
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
     Figure("decisions-phrases.json", "the phrase readings it replaced, same suite",
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
