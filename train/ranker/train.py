@@ -5,11 +5,16 @@ P(related), the answer's quiet threshold and relevance floor, and a card of what
 trained on and how it scored.
 
     python -m train.ranker.train --signals DIR [--signals DIR ...] [--check-signals DIR ...] \
-        [--commits DIR --stores DIR] --out DIR [--readme train/ranker/README.md] [--allow-dirty]
+        [--commits DIR --stores DIR] [--projects DIR --questions FILE] [--candidates a,b] \
+        --out DIR [--readme train/ranker/README.md] [--allow-dirty]
 
 (`make train` runs it as its `ranker` step on the cached data and installs the model:
-`train/README.md`.) It trains on `train.ranker.featureset.TRAINING_FEATURES`, the list the card
-names; a tree with uncommitted changes is refused unless `--allow-dirty` (the card says so).
+`train/README.md`.) It trains every candidate feature list of `train.ranker.featureset` on the
+same data and folds and ships the one the ship rule (`train.ranker.ship_rule`, written in
+`train/ranker/README.md` before the run it decided) picks, or nothing (exit 3); the card names
+its features and holds every candidate's figures. A tree with uncommitted changes is refused
+unless `--allow-dirty` (the card says so). Training data comes only from sources whose licence
+lets a model be trained on them (`train.licences`).
 
 `--signals`: replayed agent sessions (`train.ranker.build_data`, one directory per agent:
 `queries.jsonl`, `cards.jsonl`); `--commits`: past-fix tasks searched over their repositories'
@@ -25,8 +30,11 @@ only which of one query's candidates comes first, or a one-experience memory ask
 something else would come out as sure as a twin (a ranking objective leaves each query's score
 level free). Every feature but the kind is held monotone increasing.
 
-Folds: leave one repository out; a repository's sessions (of every agent) and its past-fix
-tasks are in the same fold, so no task is both trained on and scored. The grid (4 points) is
+`--projects`: dated projects (`train.ranker.project_data`), the time features' data, kind
+"project" or "chat".
+
+Folds: leave one repository (or one dated project) out; a repository's sessions (of every agent)
+and its past-fix tasks are in the same fold, so no task is both trained on and scored. The grid (8 points) is
 chosen by holding the repositories out in three groups, then every repository is scored by a
 model fitted on the others at that point (those out-of-fold scores give the figures, the
 calibration, the quiet threshold and the floor). Every ranking is
