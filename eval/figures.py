@@ -54,6 +54,7 @@ FILE_LABELS: dict[str, str] = {
     "timeline-fresh3.json": "validation",
     "timeline-newest-first.json": "training",
     "time-features-trial.json": "training",
+    "ranker-without-projects.json": "training",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
     "decisions-suite3.json": "validation",
@@ -309,6 +310,12 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "{:.3f} / {:.3f}; {:.0f} / {:.0f} of 40".format(
                *(m["project_questions_hit1"]["update"]["learned"] for m in r["models"].values()),
                *(40 * m["contested_pairs"]["ordered_right"] for m in r["models"].values()))),
+    Figure("ranker-without-projects.json", "what training on the dated projects costs the agent sessions: the shipped model "
+           "(today's features, projects in its data) against the same trained without them, same folds, 509 session queries",
+           lambda r: "session hit@1 {:.3f} with projects, {:.3f} without; OpenHands check {:.3f} / {:.3f}; commits {:.3f} / {:.3f}".format(
+               r["shipped_with_projects"]["session"]["hit@1"], r["without_projects"]["session"]["hit@1"],
+               r["shipped_with_projects"]["openhands_check"]["hit@1"], r["without_projects"]["openhands_check"]["hit@1"],
+               r["shipped_with_projects"]["commit"]["hit@1"], r["without_projects"]["commit"]["hit@1"])),
     Figure("decisions.json", "decision reader on 85 decisions and 84 look-alikes (targets >= 0.90 and <= 0.05)",
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
     Figure("decisions-suite2.json", "decision reader on a second suite (132 decisions, 132 look-alikes from agent logs, commit "
