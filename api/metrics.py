@@ -1,5 +1,6 @@
 """`/metrics` in Prometheus text format: requests and their latency per endpoint, requests
-in flight and refused for capacity, and the store's state (items, fragments, rows not yet
+in flight and refused for capacity, the Add bytes in flight and the Adds queued behind them,
+and the store's state (items, fragments, rows not yet
 in the full-text index, compactions).
 
 Endpoints are labelled by their route template (`/users/{user_id:path}`), never by the
@@ -24,7 +25,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from api.admission import Admission
+from api.admission import Admission, ByteBudget
 from api.auth import require_api_key
 from codemem.memory import Memory
 
@@ -49,6 +50,7 @@ class StoreCollector(Collector):
     def __init__(self) -> None:
         self.memory: Memory | None = None
         self.admission: dict[str, Admission] = {}
+        self.add_bytes: ByteBudget | None = None
 
     def collect(self) -> Iterator[Metric]:
         inflight = GaugeMetricFamily("codemem_requests_inflight", "Add and Search requests in flight", labels=["kind"])
@@ -58,6 +60,12 @@ class StoreCollector(Collector):
             refused.add_metric([kind], gate.refused)
         yield inflight
         yield refused
+        if self.add_bytes is not None:
+            budget = self.add_bytes
+            yield GaugeMetricFamily("codemem_add_bytes_inflight", "Add body bytes being parsed and stored", value=budget.held)
+            yield GaugeMetricFamily("codemem_adds_queued", "Adds waiting for room under max_add_bytes_inflight",
+                                    value=budget.waiting)
+            yield GaugeMetricFamily("codemem_adds_queued_bytes", "Body bytes of the Adds waiting", value=budget.waiting_bytes)
         memory = self.memory
         if memory is None:
             return

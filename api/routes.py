@@ -7,9 +7,9 @@ from litestar import Controller, Request, delete, get, post
 from litestar.datastructures import State
 from litestar.params import FromPath
 
-from api.admission import Admission
+from api.admission import Admission, ByteBudget
 from api.auth import require_api_key
-from api.bodies import decode_body
+from api.bodies import decode, decode_body
 from api.schemas import AddResponse, DeleteResponse, HealthResponse, SearchResponse
 from codemem.contract.types import AddRequest, SearchRequest
 from codemem.memory import Memory
@@ -23,10 +23,20 @@ def _admission(state: State, kind: str) -> Admission:
     return state.admission[kind]
 
 
-@get("/health", sync_to_thread=True)  # reads the store's figures
-def health(state: State) -> HealthResponse:
+def _body_size(request: Request, unknown: int) -> int:
+    """The body's declared length; `unknown` (the most it may hold) without one."""
+    try:
+        return int(request.headers["content-length"])
+    except (KeyError, ValueError):
+        return unknown
+
+
+@get("/health")
+async def health(state: State) -> HealthResponse:
     """Always open; 200 while the process serves requests, with what it runs on: the query
-    embedding path in use and how much of the store lies outside its compacted, indexed part."""
+    embedding path in use and how much of the store lies outside its compacted, indexed part
+    (as last read). On the event loop, with no thread, lock or store read: it answers at once
+    whatever the Adds in flight are doing."""
     memory = _memory(state)
     store = memory.store_health()
     return HealthResponse(
@@ -42,10 +52,11 @@ class MemoryController(Controller):
     @post("/add", status_code=200)
     async def add(self, request: Request, state: State) -> AddResponse:
         """Store one chunk; answered only once it is durable and searchable."""
-        gate = _admission(state, "add")
-        async with gate.slot():
-            req = await decode_body(request, AddRequest)
-            result = await gate.run(_memory(state).add, req)
+        gate, memory = _admission(state, "add"), _memory(state)
+        budget: ByteBudget = state.add_bytes
+        async with gate.slot(), budget.hold(_body_size(request, budget.limit)):
+            body = await request.body()
+            result = await gate.run(lambda: memory.add(decode(body, AddRequest)))
         return AddResponse(True, result.request_id, result.user_id, result.session_id)
 
     @post("/search", status_code=200)

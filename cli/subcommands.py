@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
+import pwd
 import shutil
 import sys
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +85,7 @@ def _offline_memory(settings: Settings, query: bool = False) -> Memory:
         threading.Thread(target=embedder.warm_queries, name="codemem-encoder", daemon=True).start()
     from codemem.memory import Memory
 
+    _refuse_foreign_owner(settings)
     return Memory(settings.replace({"maintenance.interval_s": 0}), embedder=embedder)
 
 
@@ -96,6 +99,8 @@ def _user_id(args: argparse.Namespace, where: str = ".") -> str:
 # as grep's: no data directory, no memory by that name, nothing that matches alike. A command
 # that deletes exits 0 when there was nothing to delete: what it was asked for holds.
 NOTHING_FOUND = 1
+# Where deploy/codemem.service keeps its memory (its CODEMEM_DATA_DIR).
+SERVICE_DATA_DIR = "/var/lib/codemem/data"
 
 
 def _missing(settings: Settings) -> bool:
@@ -105,8 +110,30 @@ def _missing(settings: Settings) -> bool:
         return False
     print(f"codemem: no memory at {settings.storage.data_dir}: nothing has been stored there yet "
           "(`codemem ingest-git .` imports this repository's history; --data-dir or "
-          "CODEMEM_DATA_DIR names another directory).", file=sys.stderr)
+          "CODEMEM_DATA_DIR names another directory; a service's memory is where its CODEMEM_DATA_DIR "
+          f"points, {SERVICE_DATA_DIR} for deploy/codemem.service: "
+          f"sudo -u codemem codemem ... --data-dir {SERVICE_DATA_DIR}).", file=sys.stderr)
     return True
+
+
+def _refuse_foreign_owner(settings: Settings) -> None:
+    """As root, refuse to write into a data directory another user owns (a service's): files
+    root creates there would be ones the service can no longer write or remove."""
+    folder = Path(settings.storage.data_dir).expanduser()
+    if is_object_storage(settings.storage.data_dir) or os.geteuid() != 0 or not folder.exists():
+        return
+    owner = folder.stat().st_uid
+    if owner != 0:
+        name = _user_name(owner)
+        raise SystemExit(f"codemem: {folder} belongs to {name}; run this as that user so that it can still write "
+                         f"what this changes: sudo -u {name} codemem ... --data-dir {folder}")
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 def search(settings: Settings, args: argparse.Namespace) -> int:
@@ -195,8 +222,23 @@ def purge(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     with _offline_memory(settings) as memory:
         removed = memory.purge(args.older_than)
-    print(f"Removed {removed} memories stored more than {args.older_than} ago.")
+    cutoff = (datetime.now(UTC) - args.older_than).strftime("%Y-%m-%d %H:%M UTC")
+    age = _age(args.older_than)
+    if removed:
+        print(f"Removed {removed} memories stored more than {age} ago (before {cutoff}) from {settings.storage.data_dir}.")
+    else:
+        print(f"Nothing in {settings.storage.data_dir} was stored more than {age} ago (before {cutoff}): nothing removed.")
     return 0
+
+
+def _age(age: timedelta) -> str:
+    """30 days, 12 hours, 90 minutes: the largest unit the age is a whole number of."""
+    seconds = int(age.total_seconds())
+    for unit, size in (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0 and seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} seconds"
 
 
 def delete_user(settings: Settings, args: argparse.Namespace) -> int:

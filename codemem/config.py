@@ -186,6 +186,9 @@ class Maintenance:
                 or stats["unindexed_rows"] > self.max_unindexed_rows)
 
 
+ADD_BYTES_INFLIGHT = 96 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one request may carry, and how many may be in flight."""
@@ -196,10 +199,14 @@ class Limits:
     # above what an evaluation platform sends at once.
     max_inflight_adds: int = 256
     max_inflight_searches: int = 1024
+    # Add bodies read, parsed and stored at once (0 = no bound); the Adds beyond it wait their
+    # turn. Each byte in flight costs a few in memory: docs/deploy.md gives the memory a
+    # setting needs, measured (eval.load.proxy). The default fits a 4 GB machine.
+    max_add_bytes_inflight: int = ADD_BYTES_INFLIGHT
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "max_body_bytes", "max_image_bytes")
-        _at_least(self, 0, "max_inflight_adds", "max_inflight_searches")
+        _at_least(self, 0, "max_inflight_adds", "max_inflight_searches", "max_add_bytes_inflight")
 
 
 @dataclass(frozen=True)
@@ -358,6 +365,7 @@ VARIABLES: dict[str, Variable] = {
     "CODEMEM_MAX_IMAGE_BYTES": Variable("limits.max_image_bytes", int),
     "CODEMEM_MAX_INFLIGHT_ADDS": Variable("limits.max_inflight_adds", int),
     "CODEMEM_MAX_INFLIGHT_SEARCHES": Variable("limits.max_inflight_searches", int),
+    "CODEMEM_MAX_ADD_BYTES_INFLIGHT": Variable("limits.max_add_bytes_inflight", int),
     "CODEMEM_CANDIDATES": Variable("search.candidates", int),
     "CODEMEM_RELEVANCE_FLOOR": Variable("search.relevance_floor", float),
     "CODEMEM_QUIET_BELOW": Variable("search.quiet_below", float),

@@ -25,6 +25,7 @@ from codemem.ranking.search_config import SearchConfig
 from codemem.ranking.searcher import Searcher
 from codemem.ranking.types import Candidate
 from codemem.ranking.user_indexes import UserIndexes
+from codemem.store.figures import StoreFigures
 from codemem.store.inventory import ExperienceRecord, Inventory, StoredItem, UserSummary
 from codemem.store.lance import Store
 from codemem.store.maintenance import Compactor
@@ -51,6 +52,7 @@ class Memory:
         self.writing = SessionWriter(settings, self.embedder, self.store, self.indexes)
         self.searcher = Searcher(settings, self.embedder, self.store, self.indexes,
                                  search or settings.search.config(), ranker)
+        self.figures = StoreFigures(lambda: self.store.stats())
 
     def warm_up(self) -> None:
         """Load the model (and its query encoder) now rather than on the first request."""
@@ -157,13 +159,9 @@ class Memory:
         return self.writing.purge(older_than)
 
     def store_health(self) -> dict[str, int]:
-        """The store's figures for a health check; empty when they cannot be read just now
-        (object storage unreachable), which a health check reports rather than fails on."""
-        try:
-            return self.store.stats()
-        except Exception:  # noqa: BLE001 - the health answer says what it could not read
-            log.warning("store figures unavailable for /health", exc_info=True)
-            return {}
+        """The store's figures for a health check, as last read (`StoreFigures`): never waits
+        for the store; empty before the first read and when they cannot be read just now."""
+        return self.figures.latest()
 
     # -- browsing (for people: everything stored, unranked) -----------------------------------
 

@@ -81,6 +81,9 @@ FILE_LABELS: dict[str, str] = {
     "kill.json": "measurement",
     "large_messages.json": "measurement",
     "large_messages-main.json": "measurement",
+    "proxy_load.json": "measurement",
+    "proxy_load-unbounded.json": "measurement",
+    "proxy_load-192mib.json": "measurement",
 }
 
 # Result files whose command is retired (kept in git history), with the script's old path.
@@ -213,6 +216,16 @@ def scale_add(r: Result) -> str:
             f"(load {min(c['loadavg'][0] for c in rows)}-{max(c['loadavg'][0] for c in rows)}), "
             f"{r['summary']['add_tokens_per_cpu_s_mean'] / 1000:.0f}k tokens per server CPU-second; "
             f"{r['summary']['add_errors']} errors")
+
+
+def proxy_load(r: Result) -> str:
+    bound = f"{r['add_bytes_bound_mib']:.0f} MiB" if r["add_bytes_bound_mib"] else "none"
+    health = r["health_ms"]
+    return (f"{r['adds']} x {r['mib_each']} MiB at once, byte bound {bound}: Adds {r['add_status']}, "
+            f"{r['found_after']}/{r['adds']} found after; /health through Caddy {r['health_status']}, "
+            f"p95 {health['p95'] / 1000:.2f} s (straight to codemem {r['health_direct_ms']['p95'] / 1000:.2f} s); "
+            f"peak RSS {r['rss_gb']['peak']} GB ({r['rss_gb']['after_30s_idle']} GB 30 s after); "
+            f"at most {r['adds_queued_max']:.0f} Adds queued; key in Caddy's logs: {r['key_in_caddy_logs']}")
 
 
 def experience_files(r: Result) -> str:
@@ -369,6 +382,10 @@ FIGURES: tuple[Figure, ...] = (
                                for name, s in r["shapes"].items()) + f" (target {r['target_s']:.0f} s)"),
     Figure("large_messages-main.json", "the same on the code before issue 42 (its commit, one run each, minutes apart)",
            lambda r: ", ".join(f"{name} {s['add_s_max']} s" for name, s in r["shapes"].items())),
+    Figure("proxy_load.json", "the track's heaviest load through the shipped Caddyfile (targets: all 200, "
+           "health p95 <= 1 s, no 503, peak <= 2.5 GB)", proxy_load),
+    Figure("proxy_load-unbounded.json", "the same with no bound on the Add bytes in flight", proxy_load),
+    Figure("proxy_load-192mib.json", "the same with a 192 MiB bound", proxy_load),
     Figure("read-check.json", "one row read on a store of many versions, with and without the version check",
            lambda r: ", ".join(f"{k} {v['cpu_ms']} ms CPU" for k, v in r["per_read"].items())),
 )

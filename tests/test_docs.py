@@ -3,6 +3,7 @@ is what the result files give; the eval commands the docs name exist."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,13 @@ def test_every_result_file_the_readme_names_exists() -> None:
 def test_the_readme_stays_a_users_guide() -> None:
     # What a user needs fits in ~300 lines; measurements live in docs/results.md and eval/README.md.
     assert len(README.splitlines()) <= 300
+
+
+def test_the_changelog_opens_this_version_with_what_it_does_to_the_store() -> None:
+    """docs/deploy.md's upgrade step reads CHANGELOG.md for whether a release changes the store."""
+    root = Path(__file__).resolve().parents[1]
+    version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    changelog = (root / "CHANGELOG.md").read_text()
+    sections = changelog.split("\n## ")[1:]
+    assert sections and sections[0].startswith(f"{version} ("), "the newest entry is the version pyproject.toml names"
+    assert all("\n**Store: " in section for section in sections), "every release says what it does to the store"

@@ -57,8 +57,7 @@ class UiController(Controller):
     def memories(self, state: State, deleted: FromQuery[str | None] = None) -> Template:
         """Every user_id with its counts and storage, and the store's health."""
         memory = _memory(state)
-        health = memory.store_health()
-        health["compactions"] = memory.compactor.runs
+        health = memory.stats()  # read now: a person asked (/health answers from the last read)
         return Template("memories.html", context={
             "users": memory.list_users(), "health": health, "deleted": deleted, "nav": "memories"})
 

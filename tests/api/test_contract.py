@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import re
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -228,7 +230,14 @@ def test_health_is_always_open(keyed_client: TestClient) -> None:
 def test_health_says_what_embeds_queries_and_how_loose_the_store_is(client: TestClient, memory: Memory) -> None:
     client.post("/add", json=add_body("h1"))
     client.post("/add", json=add_body("h2", texts=("world",)))
-    body = client.get("/health").json()
+    # The figures are read in the background, a stale read starting a new one: the second
+    # answer after they go stale carries what the store holds now.
+    memory.figures.max_age_s = 0
+    client.get("/health")
+    deadline = time.monotonic() + 30
+    while (body := client.get("/health").json())["fragments"] != memory.store.stats()["fragments"]:
+        assert time.monotonic() < deadline, body
+        time.sleep(0.05)
     # The session-scoped embedder was warmed: its ONNX export is in use.
     assert body["model_loaded"] is True and body["query_embedding"] == "onnx"
     stats = memory.store.stats()
@@ -237,9 +246,24 @@ def test_health_says_what_embeds_queries_and_how_loose_the_store_is(client: Test
     assert body["compactions"] == 0
 
 
-def test_health_names_torch_when_the_onnx_export_is_unavailable(client: TestClient, monkeypatch) -> None:
+def test_health_answers_while_the_store_cannot_be_read(client: TestClient, memory: Memory, monkeypatch) -> None:
+    """Under many large Adds reading the store's figures waits behind their commits; /health
+    answers from the figures last read and never waits for the store."""
+    released = threading.Event()
+    monkeypatch.setattr(memory.store, "stats", lambda: (released.wait(60), {})[1])
+    memory.figures.max_age_s = 0
+    answers: list[int] = []
+    probe = threading.Thread(target=lambda: answers.extend(client.get("/health").status_code for _ in range(3)))
+    probe.start()
+    probe.join(timeout=20)
+    released.set()
+    assert answers == [200, 200, 200]
+
+
+def test_health_names_torch_when_the_onnx_export_is_unavailable(client: TestClient, memory: Memory, monkeypatch) -> None:
     from codemem import embedding
 
+    memory.embedder.load()  # the torch model, which an Add would have loaded (tests run in any order)
     monkeypatch.setitem(embedding._ONNX, embedding.MINILM_NAME, None)  # as after a failed export
     assert client.get("/health").json()["query_embedding"] == "torch"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import git
@@ -190,11 +191,25 @@ def test_ingest_git_says_when_git_can_read_none_of_the_commits_and_when_some(
 
 def test_purge_removes_only_older_memories(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     main(["purge", "--data-dir", filled, "--older-than", "30d"])
-    assert "Removed 0 memories" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith(f"Nothing in {filled} was stored more than 30 days ago (before 20") and "nothing removed" in out
     main(["purge", "--data-dir", filled, "--older-than", "0s"])
-    assert "Removed 5 memories" in capsys.readouterr().out  # 3 messages and 2 session cards
+    assert capsys.readouterr().out.startswith("Removed 5 memories stored more than 0 seconds ago")  # 3 messages, 2 cards
     main(["search", "--data-dir", filled, "--user-id", "dev", "crash"])
     assert "The memory of dev is empty" in capsys.readouterr().out
+
+
+def test_root_is_refused_a_data_directory_another_user_owns(
+        filled: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A service's memory written by root would hold files the service can no longer write."""
+    if os.geteuid() == 0:
+        os.chown(filled, 65534, 65534)  # as the service's user would own it
+    else:
+        monkeypatch.setattr(os, "geteuid", lambda: 0)  # root, over a directory this user owns
+    for argv in (["purge", "--older-than", "30d"], ["memories"], ["search", "--user-id", "dev", "crash"]):
+        with pytest.raises(SystemExit) as refused:
+            main([argv[0], "--data-dir", filled, *argv[1:]])
+        assert f"{filled} belongs to " in str(refused.value) and "sudo -u " in str(refused.value)
 
 
 def test_delete_user(filled: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,9 +6,9 @@ gave up on while it was still being stored."""
 
 from __future__ import annotations
 
-import shutil
+import json
+import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -21,13 +21,11 @@ import pytest
 from codemem.config import Settings
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
+from eval._caddy import caddy_binary, running_caddy
 from tests.conftest import add_body
 from tests.server import Server, free_port
 from tests.shared_data import in_ci
 
-ROOT = Path(__file__).resolve().parents[2]
-CADDYFILE = ROOT / "deploy" / "Caddyfile"
-SITE = "{$CODEMEM_DOMAIN:localhost} {"
 KEY = {"Authorization": "Bearer proxy-k3y"}
 # Longer than the read timeout proxies and load balancers default to (nginx's
 # proxy_read_timeout and an AWS ALB's idle timeout: 60 s).
@@ -41,39 +39,24 @@ class Endpoint:
     impatient_url: str  # a proxy with a short timeout, as a default-configured one would be
     tls: ssl.SSLContext  # trusts Caddy's internal CA
     server: Server
+    caddy_log: Path
 
     def client(self, url: str | None = None) -> httpx.Client:
         return httpx.Client(base_url=url or self.url, verify=self.tls, timeout=httpx.Timeout(180, connect=10))
 
 
-def _caddy() -> str:
-    found = shutil.which("caddy")
-    if found:
-        return found
+def _need_caddy() -> None:
+    if caddy_binary():
+        return
     msg = "no caddy on the PATH (apt-get install caddy; .ci/run installs it)"
     if in_ci():
         pytest.fail(f"CI=true and {msg}", pytrace=False)
     pytest.skip(msg)
 
 
-def caddyfile(folder: Path, impatient_port: int) -> str:
-    """deploy/Caddyfile as shipped, and what a test run needs beside it: no admin endpoint, no
-    HTTP redirect port, nothing installed into the machine's trust store, its state in
-    `folder`, `tls internal` on the site, and the impatient proxy's site."""
-    text = CADDYFILE.read_text()
-    assert text.count(SITE) == 1 and text.count("\n{\n") == 1, "deploy/Caddyfile: one global block, one site"
-    text = text.replace("\n{\n", f"""
-{{
-	admin off
-	auto_https disable_redirects
-	skip_install_trust
-	storage file_system {{
-		root {folder}/state
-	}}
-""", 1)
-    text = text.replace(SITE, f"{SITE}\n\ttls internal", 1)
-    return text + f"""
-localhost:{impatient_port} {{
+def _impatient_site(port: int) -> str:
+    return f"""
+localhost:{port} {{
 	tls internal
 	reverse_proxy {{$CODEMEM_UPSTREAM}} {{
 		transport http {{
@@ -86,38 +69,16 @@ localhost:{impatient_port} {{
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
-    caddy = _caddy()
+    _need_caddy()
     folder = tmp_path_factory.mktemp("proxy")
     server = Server(folder / "data", module="tests.deploy.slow_serve",
                     env={"CODEMEM_API_KEY": KEY["Authorization"].split()[1], "CODEMEM_TEST_SLOW_ADD_S": str(SLOW_ADD_S)})
-    port, impatient_port = free_port(), free_port()
-    (folder / "Caddyfile").write_text(caddyfile(folder, impatient_port))
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder), "XDG_DATA_HOME": str(folder / "xdg-data"),
-           "XDG_CONFIG_HOME": str(folder / "xdg-config"),
-           "CODEMEM_DOMAIN": f"localhost:{port}", "CODEMEM_UPSTREAM": f"127.0.0.1:{server.port}"}
+    impatient_port = free_port()
     server.start()
-    log = (folder / "caddy.log").open("wb")
-    proxy = subprocess.Popen([caddy, "run", "--config", str(folder / "Caddyfile"), "--adapter", "caddyfile"],
-                             env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        root = folder / "state" / "pki" / "authorities" / "local" / "root.crt"
-        deadline = time.monotonic() + 60
-        while True:
-            assert proxy.poll() is None, (folder / "caddy.log").read_text()[-3000:]
-            if root.exists():
-                tls = ssl.create_default_context(cafile=str(root))
-                try:
-                    if httpx.get(f"https://localhost:{port}/health", verify=tls, timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-            assert time.monotonic() < deadline, (folder / "caddy.log").read_text()[-3000:]
-            time.sleep(0.2)
-        yield Endpoint(f"https://localhost:{port}", f"https://localhost:{impatient_port}", tls, server)
+        with running_caddy(folder, f"127.0.0.1:{server.port}", extra=_impatient_site(impatient_port)) as proxy:
+            yield Endpoint(proxy.url, f"https://localhost:{impatient_port}", proxy.tls, server, proxy.log_path)
     finally:
-        proxy.terminate()
-        proxy.wait(timeout=30)
-        log.close()
         server.kill()
 
 
@@ -190,3 +151,63 @@ def test_a_long_add_passes_and_a_retry_after_a_proxy_gave_up_waits_for_the_first
         assert memory.message_count("u-slow", "s-long") == 1
     finally:
         memory.close()
+
+
+def test_a_restarted_codemem_is_served_at_once_with_no_503(endpoint: Endpoint) -> None:
+    """One upstream and no active health check: while codemem restarts a request gets 502
+    (the platform retries it), and the first request after it is back is served; an upstream
+    marked down would answer 503 "no upstreams available" until the next check."""
+    body = add_body("p-restart", user_id="u-restart", texts=("The nightly job pins the protobuf runtime to 4.25",))
+    endpoint.server.kill()
+    with endpoint.client() as client:
+        assert client.post("/add", json=body, headers=KEY).status_code == 502
+        assert client.get("/health").status_code == 502
+        endpoint.server.start(wait_for_model=False)
+        added = client.post("/add", json=body, headers=KEY)  # the platform's retry
+        assert added.status_code == 200, added.text[:300]
+        assert [client.get("/health").status_code for _ in range(5)] == [200] * 5
+        found = client.post("/search", json={"query": "protobuf runtime pin", "user_id": "u-restart", "top_k": 5},
+                            headers=KEY).json()["data"]
+    assert found and "protobuf runtime" in found[0]["content"]
+
+
+def _closes_every_connection() -> tuple[int, threading.Event]:
+    """A listener that accepts and closes at once: Caddy answers 502 and logs the error."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    done = threading.Event()
+
+    def serve() -> None:
+        with listener:
+            while not done.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except TimeoutError:
+                    continue
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1], done
+
+
+def test_no_key_reaches_any_of_caddys_logs_when_it_answers_502(tmp_path: Path) -> None:
+    _need_caddy()
+    secret = "k3y-" + "7f3e9a" * 8
+    port, done = _closes_every_connection()
+    try:
+        with running_caddy(tmp_path, f"127.0.0.1:{port}", env={"CODEMEM_UPSTREAM": f"127.0.0.1:{port}"},
+                           ready_path=None) as proxy, \
+                httpx.Client(base_url=proxy.url, verify=proxy.tls, timeout=30) as client:
+            for headers in ({"X-Api-Key": secret}, {"x-api-key": secret}, {"Authorization": f"Bearer {secret}"},
+                            {"Cookie": f"codemem_session={secret}"}):
+                answer = client.post("/add", json=add_body("p-502", texts=("x",)), headers=headers)
+                assert answer.status_code == 502
+            time.sleep(0.5)  # Caddy's logger writes asynchronously
+    finally:
+        done.set()
+    errors = [json.loads(line) for line in proxy.log_path.read_text().splitlines()
+              if '"logger":"http.log.error"' in line]
+    # Each 502 was logged with its request's headers, less the filtered ones.
+    assert [e["status"] for e in errors] == [502] * 4 and all("User-Agent" in e["request"]["headers"] for e in errors)
+    leaks = [str(f) for f in tmp_path.rglob("*") if f.is_file() and secret.encode() in f.read_bytes()]
+    assert leaks == []

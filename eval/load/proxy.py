@@ -1,0 +1,228 @@
+"""The Coding track's heaviest load through the shipped proxy: many large Adds at once, each
+a new session, through deploy/Caddyfile in front of a real `codemem serve` with a key, while
+a monitor polls /health through the same proxy every second.
+
+    python -m eval.load.proxy [--adds 32] [--mib 28] [--out eval/results/proxy_load.json]
+
+Each Add is one agent session of about `--mib` MiB: the agent's reasoning between tool
+outputs (build logs, diffs, JSON, file listings), every message different from every other
+Add's, the last one holding a mark of its own. All are sent at once (one connection each).
+It reports every Add's status and time, every health poll's status and time, codemem's peak
+resident memory (sampled every 0.2 s from /proc) and after 30 s idle, the same health polls
+sent straight to codemem (what the proxy and the machine's load add to them), the Add bytes in flight
+and the Adds queued (`/metrics`, sampled every second), whether a Search finds each Add's mark
+afterwards, and whether the key reached any of Caddy's logs. Targets (issue 54): every Add
+200 and found, every poll 200 with p95 <= 1 s (no 503), peak resident memory <= 2.5 GB.
+`--env NAME=VALUE` sets a server setting (CODEMEM_MAX_ADD_BYTES_INFLIGHT, to measure what a
+setting needs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from codemem.config import Limits
+from eval._caddy import running_caddy
+from eval._paths import RESULTS
+from eval._provenance import provenance, write_result
+from eval._server import running_server
+from eval._stats import summary_ms
+from eval.load.large_messages import build_log, diff, minified_json, prose
+
+KEY = "proxy-load-" + "5c1e" * 12
+TARGETS = {"health_p95_s": 1.0, "peak_rss_gb": 2.5}
+# What an agent's session holds, by share of its bytes: tool outputs dominate.
+TOOL_OUTPUTS = (build_log, diff, minified_json)
+TOOL_CHARS = 300_000
+REASONING_CHARS = 12_000
+
+
+def _pool() -> dict[str, list[str]]:
+    """A few texts of each kind, generated once; each Add varies them (`_session`)."""
+    return {"tool": [make(TOOL_CHARS) for make in TOOL_OUTPUTS for _ in range(1)],
+            "reasoning": [prose(REASONING_CHARS)]}
+
+
+def _vary(text: str, tag: str) -> str:
+    """`text` with names of its own: every line that names a module, handler or item, or
+    the scheduler, differs from every other message's."""
+    for word in ("src/mod_", "handler_", "item_", "scheduler", "Worker", "unit_"):
+        text = text.replace(word, f"{word}{tag}_")
+    return text
+
+
+@dataclass(frozen=True)
+class AddOutcome:
+    add: int
+    status: int  # 0: no answer
+    seconds: float
+    detail: str  # the answer's start, or the error, when it was not 200
+
+
+def _session(i: int, mib: float, pool: dict[str, list[str]]) -> tuple[dict[str, Any], str]:
+    """The Add body of session `i`, about `mib` MiB as JSON, and its mark."""
+    mark = f"loadmark{i:03d}zq"
+    messages: list[dict[str, str]] = [{"role": "user", "content": f"Fix the flaky build of service {i}: "
+                                       "the linker step fails on the release branch."}]
+    size, j = 0, 0
+    while size < mib * 1024 * 1024:
+        tool = _vary(pool["tool"][j % len(pool["tool"])], f"a{i}m{j}")
+        note = _vary(pool["reasoning"][0], f"a{i}m{j}")
+        messages += [{"role": "assistant", "content": note}, {"role": "user", "content": tool}]
+        size += len(json.dumps(tool)) + len(json.dumps(note))
+        j += 1
+    messages.append({"role": "assistant", "content": f"The linker failure came from {mark}: the release "
+                                                     "profile dropped the static runtime."})
+    body = {"request_id": f"load-{i}", "user_id": f"load-u{i}", "session_id": f"s{i}", "messages": messages}
+    return body, mark
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _metric(text: str, name: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--adds", type=int, default=32)
+    ap.add_argument("--mib", type=float, default=28.0)
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
+    ap.add_argument("--out", type=Path, default=RESULTS / "proxy_load.json")
+    args = ap.parse_args(argv)
+    prov = provenance("eval.load.proxy", argv)
+    pool = _pool()
+    bodies = [_session(i, args.mib, pool) for i in range(args.adds)]
+    payloads = [json.dumps(body).encode() for body, _ in bodies]
+    print(f"{args.adds} Adds of {sum(map(len, payloads)) / args.adds / 2**20:.1f} MiB each", flush=True)
+    server_env = {"CODEMEM_API_KEY": KEY, "CODEMEM_LOG_FORMAT": "json",
+                  **dict(item.split("=", 1) for item in args.env)}
+    folder = Path(tempfile.mkdtemp(prefix="cmbench-proxy-"))
+    headers = {"X-Api-Key": KEY, "Content-Type": "application/json"}
+    polls: list[tuple[float, int, float]] = []  # (seconds since start, status, latency)
+    direct: list[tuple[float, int, float]] = []  # the same, straight to codemem: what Caddy adds
+    rss: list[int] = []
+    queue: list[tuple[float, float | None, float | None]] = []  # (t, bytes in flight, Adds queued)
+    done = threading.Event()
+
+    with running_server(env=server_env) as srv, \
+            running_caddy(folder, srv.url.removeprefix("http://")) as proxy:
+        idle_rss_kb = _rss_kb(srv.pid)
+        started = time.monotonic()
+
+        def monitor_health(url: str, into: list[tuple[float, int, float]]) -> None:
+            with httpx.Client(base_url=url, verify=proxy.tls, timeout=30, trust_env=False) as client:
+                while not done.is_set():
+                    t0 = time.monotonic()
+                    try:
+                        status = client.get("/health").status_code
+                    except httpx.HTTPError:
+                        status = 0
+                    into.append((round(t0 - started, 2), status, time.monotonic() - t0))
+                    done.wait(max(0.0, 1.0 - (time.monotonic() - t0)))
+
+        def monitor_memory() -> None:
+            with httpx.Client(base_url=srv.url, headers={"X-Api-Key": KEY}, timeout=30, trust_env=False) as client:
+                tick = 0
+                while not done.is_set():
+                    rss.append(_rss_kb(srv.pid))
+                    if tick % 5 == 0:
+                        try:
+                            text = client.get("/metrics").text
+                            queue.append((round(time.monotonic() - started, 1),
+                                          _metric(text, "codemem_add_bytes_inflight"), _metric(text, "codemem_adds_queued")))
+                        except httpx.HTTPError:
+                            pass
+                    tick += 1
+                    done.wait(0.2)
+
+        def send(i: int) -> AddOutcome:
+            t0 = time.monotonic()
+            with httpx.Client(base_url=proxy.url, verify=proxy.tls, timeout=httpx.Timeout(2100, connect=30)) as client:
+                try:
+                    r = client.post("/add", content=payloads[i], headers=headers)
+                    status, detail = r.status_code, (r.text[:200] if r.status_code != 200 else "")
+                except httpx.HTTPError as exc:
+                    status, detail = 0, f"{type(exc).__name__}: {exc}"[:200]
+            return AddOutcome(i, status, round(time.monotonic() - t0, 1), detail)
+
+        monitors = [threading.Thread(target=monitor_health, args=(proxy.url, polls), daemon=True),
+                    threading.Thread(target=monitor_health, args=(srv.url, direct), daemon=True),
+                    threading.Thread(target=monitor_memory, daemon=True)]
+        for m in monitors:
+            m.start()
+        with ThreadPoolExecutor(args.adds) as senders:
+            adds = list(senders.map(send, range(args.adds)))
+        load_s = time.monotonic() - started
+        with httpx.Client(base_url=proxy.url, verify=proxy.tls, headers={"X-Api-Key": KEY}, timeout=120) as client:
+            found = []
+            for (body, mark) in bodies:
+                hits = client.post("/search", json={"user_id": body["user_id"], "query": mark, "top_k": 5}).json()["data"]
+                found.append(any(mark in h["content"] for h in hits))
+        time.sleep(30)
+        done.set()
+        for m in monitors:
+            m.join(timeout=40)
+        after_idle_rss_kb = _rss_kb(srv.pid)
+        caddy_logs = b"".join(f.read_bytes() for f in folder.rglob("*") if f.is_file() and f.name != "Caddyfile")
+        server_log = Path(srv.log_path).read_bytes()
+
+    during = [p for p in polls if p[0] <= load_s]
+    statuses: dict[str, int] = {}
+    for _, status, _ in during:
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+    health = summary_ms([latency for _, _, latency in during], 1)
+    peak_gb = round(max(rss, default=0) / 1024**2, 2)
+    result = {
+        "adds": args.adds, "mib_each": round(sum(map(len, payloads)) / args.adds / 2**20, 1),
+        "server_env": {k: v for k, v in server_env.items() if k != "CODEMEM_API_KEY"},
+        "add_bytes_bound_mib": int(server_env.get("CODEMEM_MAX_ADD_BYTES_INFLIGHT", Limits().max_add_bytes_inflight)) / 2**20,
+        "load_s": round(load_s, 1),
+        "add_status": {str(s): sum(a.status == s for a in adds) for s in sorted({a.status for a in adds})},
+        "add_ms": summary_ms([a.seconds for a in adds], 1),
+        "found_after": sum(found),
+        "health_polls": len(during), "health_status": statuses, "health_ms": health,
+        "health_slowest": sorted(during, key=lambda p: -p[2])[:5],
+        "health_direct_ms": summary_ms([latency for at, _, latency in direct if at <= load_s], 1),
+        "rss_gb": {"idle_before": round(idle_rss_kb / 1024**2, 2), "peak": peak_gb,
+                   "after_30s_idle": round(after_idle_rss_kb / 1024**2, 2)},
+        "add_bytes_inflight_max": max((q[1] or 0 for q in queue), default=None),
+        "adds_queued_max": max((q[2] or 0 for q in queue), default=None),
+        "queue_samples": queue,
+        "key_in_caddy_logs": KEY.encode() in caddy_logs, "key_in_server_log": KEY.encode() in server_log,
+        "targets": TARGETS,
+        "adds_detail": [asdict(a) for a in adds],
+    }
+    p95 = health["p95"]
+    result["meets_targets"] = bool(
+        result["add_status"] == {"200": args.adds} and sum(found) == args.adds and statuses == {"200": len(during)}
+        and p95 is not None and p95 <= TARGETS["health_p95_s"] * 1000 and peak_gb <= TARGETS["peak_rss_gb"]
+        and not result["key_in_caddy_logs"])
+    write_result(args.out, result, prov)
+    print(json.dumps({k: v for k, v in result.items() if k not in ("adds_detail", "queue_samples")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
