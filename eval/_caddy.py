@@ -48,9 +48,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def local_caddyfile(folder: Path, extra: str = "") -> str:
-    """deploy/Caddyfile as shipped, made to run on this machine (module docstring)."""
-    text = CADDYFILE.read_text()
+def local_caddyfile(folder: Path, extra: str = "", shipped: Path = CADDYFILE) -> str:
+    """deploy/Caddyfile as shipped (or another commit's, `shipped`), made to run on this
+    machine (module docstring)."""
+    text = shipped.read_text()
     site_line = next(line for line in text.splitlines() if line.startswith(SITE))
     if text.count("\n{\n") != 1 or text.count(SITE) != 1:
         raise CaddyError("deploy/Caddyfile: expected one global block and one site")
@@ -82,7 +83,8 @@ def _handshakes(port: int, tls: ssl.SSLContext) -> bool:
 
 @contextlib.contextmanager
 def running_caddy(folder: Path, upstream: str, extra: str = "", env: dict[str, str] | None = None,
-                  ready_path: str | None = "/health", ready_timeout_s: float = 60.0) -> Iterator[Proxy]:
+                  ready_path: str | None = "/health", ready_timeout_s: float = 60.0,
+                  shipped: Path = CADDYFILE) -> Iterator[Proxy]:
     """Caddy with the local Caddyfile on a free port, until the block ends; ready once its
     certificate exists and `ready_path` answers 200 through it (None: once it answers at all)."""
     caddy = caddy_binary()
@@ -91,7 +93,7 @@ def running_caddy(folder: Path, upstream: str, extra: str = "", env: dict[str, s
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = folder / "Caddyfile"
-    config.write_text(local_caddyfile(folder, extra))
+    config.write_text(local_caddyfile(folder, extra, shipped))
     run_env = {"PATH": "/usr/bin:/bin", "HOME": str(folder), "XDG_DATA_HOME": str(folder / "xdg-data"),
                "XDG_CONFIG_HOME": str(folder / "xdg-config"),
                "CODEMEM_DOMAIN": f"localhost:{port}", "CODEMEM_UPSTREAM": upstream, **(env or {})}

@@ -84,6 +84,7 @@ FILE_LABELS: dict[str, str] = {
     "proxy_load.json": "measurement",
     "proxy_load-unbounded.json": "measurement",
     "proxy_load-192mib.json": "measurement",
+    "proxy_load-b48dc5b.json": "measurement",
 }
 
 # Result files whose command is retired (kept in git history), with the script's old path.
@@ -386,6 +387,7 @@ FIGURES: tuple[Figure, ...] = (
            "health p95 <= 1 s, no 503, peak <= 2.5 GB)", proxy_load),
     Figure("proxy_load-unbounded.json", "the same with no bound on the Add bytes in flight", proxy_load),
     Figure("proxy_load-192mib.json", "the same with a 192 MiB bound", proxy_load),
+    Figure("proxy_load-b48dc5b.json", "the same on the code and Caddyfile before issue 54 (its commit)", proxy_load),
     Figure("read-check.json", "one row read on a store of many versions, with and without the version check",
            lambda r: ", ".join(f"{k} {v['cpu_ms']} ms CPU" for k, v in r["per_read"].items())),
 )

@@ -14,7 +14,7 @@ and the Adds queued (`/metrics`, sampled every second), whether a Search finds e
 afterwards, and whether the key reached any of Caddy's logs. Targets (issue 54): every Add
 200 and found, every poll 200 with p95 <= 1 s (no 503), peak resident memory <= 2.5 GB.
 `--env NAME=VALUE` sets a server setting (CODEMEM_MAX_ADD_BYTES_INFLIGHT, to measure what a
-setting needs).
+setting needs); `--source DIR` runs another checkout's codemem and Caddyfile (the baseline).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 
 from codemem.config import Limits
-from eval._caddy import running_caddy
+from eval._caddy import CADDYFILE, running_caddy
 from eval._paths import RESULTS
 from eval._provenance import provenance, write_result
 from eval._server import running_server
@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--adds", type=int, default=32)
     ap.add_argument("--mib", type=float, default=28.0)
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
+    ap.add_argument("--source", type=Path, default=None,
+                    help="run another commit's codemem and deploy/Caddyfile (a checkout): the baseline")
     ap.add_argument("--out", type=Path, default=RESULTS / "proxy_load.json")
     args = ap.parse_args(argv)
     prov = provenance("eval.load.proxy", argv)
@@ -127,8 +129,9 @@ def main(argv: list[str] | None = None) -> None:
     queue: list[tuple[float, float | None, float | None]] = []  # (t, bytes in flight, Adds queued)
     done = threading.Event()
 
-    with running_server(env=server_env) as srv, \
-            running_caddy(folder, srv.url.removeprefix("http://")) as proxy:
+    shipped = (args.source / "deploy" / "Caddyfile") if args.source else CADDYFILE
+    with running_server(env=server_env, source=args.source) as srv, \
+            running_caddy(folder, srv.url.removeprefix("http://"), shipped=shipped) as proxy:
         idle_rss_kb = _rss_kb(srv.pid)
         started = time.monotonic()
 
@@ -198,7 +201,9 @@ def main(argv: list[str] | None = None) -> None:
     result = {
         "adds": args.adds, "mib_each": round(sum(map(len, payloads)) / args.adds / 2**20, 1),
         "server_env": {k: v for k, v in server_env.items() if k != "CODEMEM_API_KEY"},
-        "add_bytes_bound_mib": int(server_env.get("CODEMEM_MAX_ADD_BYTES_INFLIGHT", Limits().max_add_bytes_inflight)) / 2**20,
+        "source": str(args.source) if args.source else "this checkout",
+        "add_bytes_bound_mib": None if args.source else
+        int(server_env.get("CODEMEM_MAX_ADD_BYTES_INFLIGHT", Limits().max_add_bytes_inflight)) / 2**20,
         "load_s": round(load_s, 1),
         "add_status": {str(s): sum(a.status == s for a in adds) for s in sorted({a.status for a in adds})},
         "add_ms": summary_ms([a.seconds for a in adds], 1),
