@@ -4,8 +4,8 @@ a monitor polls /health through the same proxy every second.
 
     python -m eval.load.proxy [--adds 32] [--mib 28] [--out eval/results/proxy_load.json]
 
-Each Add is one agent session of about `--mib` MiB: the agent's reasoning between tool
-outputs (build logs, diffs, JSON, file listings), every message different from every other
+Each Add is one agent session of about `--mib` MiB: the agent's reasoning (12 kB) between tool
+outputs of `--tool-kb` kB each (build logs, diffs, JSON), every message different from every other
 Add's, the last one holding a mark of its own. All are sent at once (one connection each).
 It reports every Add's status and time, every health poll's status and time, codemem's peak
 resident memory (sampled every 0.2 s from /proc) and after 30 s idle, the same health polls
@@ -43,14 +43,13 @@ KEY = "proxy-load-" + "5c1e" * 12
 TARGETS = {"health_p95_s": 1.0, "peak_rss_gb": 2.5}
 # What an agent's session holds, by share of its bytes: tool outputs dominate.
 TOOL_OUTPUTS = (build_log, diff, minified_json)
-TOOL_CHARS = 300_000
+TOOL_KB = 300
 REASONING_CHARS = 12_000
 
 
-def _pool() -> dict[str, list[str]]:
-    """A few texts of each kind, generated once; each Add varies them (`_session`)."""
-    return {"tool": [make(TOOL_CHARS) for make in TOOL_OUTPUTS for _ in range(1)],
-            "reasoning": [prose(REASONING_CHARS)]}
+def _pool(tool_chars: int) -> dict[str, list[str]]:
+    """A text of each kind, generated once; each Add varies them (`_session`)."""
+    return {"tool": [make(tool_chars) for make in TOOL_OUTPUTS], "reasoning": [prose(REASONING_CHARS)]}
 
 
 def _vary(text: str, tag: str) -> str:
@@ -109,13 +108,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--adds", type=int, default=32)
     ap.add_argument("--mib", type=float, default=28.0)
+    ap.add_argument("--tool-kb", type=int, default=TOOL_KB, help="the size of each tool output (a message)")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
     ap.add_argument("--source", type=Path, default=None,
                     help="run another commit's codemem and deploy/Caddyfile (a checkout): the baseline")
     ap.add_argument("--out", type=Path, default=RESULTS / "proxy_load.json")
     args = ap.parse_args(argv)
     prov = provenance("eval.load.proxy", argv)
-    pool = _pool()
+    pool = _pool(args.tool_kb * 1000)
     bodies = [_session(i, args.mib, pool) for i in range(args.adds)]
     payloads = [json.dumps(body).encode() for body, _ in bodies]
     print(f"{args.adds} Adds of {sum(map(len, payloads)) / args.adds / 2**20:.1f} MiB each", flush=True)
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     health = summary_ms([latency for _, _, latency in during], 1)
     peak_gb = round(max(rss, default=0) / 1024**2, 2)
     result = {
-        "adds": args.adds, "mib_each": round(sum(map(len, payloads)) / args.adds / 2**20, 1),
+        "adds": args.adds, "tool_kb": args.tool_kb, "messages_each": len(bodies[0][0]["messages"]), "mib_each": round(sum(map(len, payloads)) / args.adds / 2**20, 1),
         "server_env": {k: v for k, v in server_env.items() if k != "CODEMEM_API_KEY"},
         "source": str(args.source) if args.source else "this checkout",
         "add_bytes_bound_mib": None if args.source else
