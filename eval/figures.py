@@ -85,6 +85,8 @@ FILE_LABELS: dict[str, str] = {
     "proxy_load-unbounded.json": "measurement",
     "proxy_load-192mib.json": "measurement",
     "proxy_load-b48dc5b.json": "measurement",
+    "proxy_load-4mb-messages.json": "measurement",
+    "proxy_load-20kb-messages.json": "measurement",
 }
 
 # Result files whose command is retired (kept in git history), with the script's old path.
@@ -222,7 +224,8 @@ def scale_add(r: Result) -> str:
 def proxy_load(r: Result) -> str:
     bound = f"{r['add_bytes_bound_mib']:.0f} MiB" if r["add_bytes_bound_mib"] else "none"
     health = r["health_ms"]
-    return (f"{r['adds']} x {r['mib_each']} MiB at once, byte bound {bound}: Adds {r['add_status']}, "
+    return (f"{r['adds']} x {r['mib_each']} MiB at once ({r.get('messages_each', 160)} messages each), "
+            f"byte bound {bound}: Adds {r['add_status']}, "
             f"{r['found_after']}/{r['adds']} found after; /health through Caddy {r['health_status']}, "
             f"p95 {health['p95'] / 1000:.2f} s (straight to codemem {r['health_direct_ms']['p95'] / 1000:.2f} s); "
             f"peak RSS {r['rss_gb']['peak']} GB ({r['rss_gb']['after_30s_idle']} GB 30 s after); "
@@ -388,6 +391,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("proxy_load-unbounded.json", "the same with no bound on the Add bytes in flight", proxy_load),
     Figure("proxy_load-192mib.json", "the same with a 192 MiB bound", proxy_load),
     Figure("proxy_load-b48dc5b.json", "the same on the code and Caddyfile before issue 54 (its commit)", proxy_load),
+    Figure("proxy_load-4mb-messages.json", "the same, each Add's tool outputs 4 MB messages", proxy_load),
+    Figure("proxy_load-20kb-messages.json", "the same, each Add's tool outputs 20 kB messages",
+           proxy_load),
     Figure("read-check.json", "one row read on a store of many versions, with and without the version check",
            lambda r: ", ".join(f"{k} {v['cpu_ms']} ms CPU" for k, v in r["per_read"].items())),
 )

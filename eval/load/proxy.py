@@ -44,6 +44,7 @@ TARGETS = {"health_p95_s": 1.0, "peak_rss_gb": 2.5}
 # What an agent's session holds, by share of its bytes: tool outputs dominate.
 TOOL_OUTPUTS = (build_log, diff, minified_json)
 TOOL_KB = 300
+BODY_LIMIT = 30 * 1024 * 1024 - 64 * 1024  # the contract's limit, less room for the JSON around the texts
 REASONING_CHARS = 12_000
 
 
@@ -77,8 +78,11 @@ def _session(i: int, mib: float, pool: dict[str, list[str]]) -> tuple[dict[str, 
     while size < mib * 1024 * 1024:
         tool = _vary(pool["tool"][j % len(pool["tool"])], f"a{i}m{j}")
         note = _vary(pool["reasoning"][0], f"a{i}m{j}")
+        pair = len(json.dumps(tool)) + len(json.dumps(note))
+        if j and size + pair > BODY_LIMIT:  # large messages: fewer, within the contract's 30 MiB
+            break
         messages += [{"role": "assistant", "content": note}, {"role": "user", "content": tool}]
-        size += len(json.dumps(tool)) + len(json.dumps(note))
+        size += pair
         j += 1
     messages.append({"role": "assistant", "content": f"The linker failure came from {mark}: the release "
                                                      "profile dropped the static runtime."})
