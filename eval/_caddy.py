@@ -40,6 +40,7 @@ class Proxy:
     tls: ssl.SSLContext  # trusts Caddy's internal CA
     log_path: Path  # everything Caddy wrote (its default logger and any log the Caddyfile sets)
     pid: int
+    ca_path: Path  # Caddy's internal root certificate, which `tls` trusts
 
 
 def free_port() -> int:
@@ -118,7 +119,7 @@ def running_caddy(folder: Path, upstream: str, extra: str = "", env: dict[str, s
             if time.monotonic() > deadline:
                 raise CaddyError(f"caddy not ready after {ready_timeout_s:.0f} s:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.2)
-        yield Proxy(url, tls, log_path, proc.pid)
+        yield Proxy(url, tls, log_path, proc.pid, root)
     finally:
         proc.terminate()
         try:

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import ssl
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +93,28 @@ def _session(i: int, mib: float, pool: dict[str, list[str]]) -> tuple[dict[str, 
     return body, mark
 
 
+def poll_health(url: str, cafile: str, started: float, out: str, stop: Event) -> None:
+    """GET /health every second until `stop`, one JSON line a poll: (seconds since `started`,
+    status, seconds taken); status 0 when no answer came."""
+    tls = ssl.create_default_context(cafile=cafile)
+    with httpx.Client(base_url=url, verify=tls, timeout=30, trust_env=False) as client, open(out, "w") as f:
+        while not stop.is_set():
+            t0 = time.monotonic()
+            try:
+                status = client.get("/health").status_code
+            except httpx.HTTPError:
+                status = 0
+            f.write(json.dumps([round(t0 - started, 2), status, time.monotonic() - t0]) + "\n")
+            f.flush()
+            stop.wait(max(0.0, 1.0 - (time.monotonic() - t0)))
+
+
+def _polls(path: Path) -> list[tuple[float, int, float]]:
+    """(seconds since the start, status, latency) of each health poll (the polls straight to
+    codemem are what Caddy adds to)."""
+    return [(float(at), int(status), float(took)) for at, status, took in map(json.loads, path.read_text().splitlines())]
+
+
 def _rss_kb(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -127,8 +152,6 @@ def main(argv: list[str] | None = None) -> None:
                   **dict(item.split("=", 1) for item in args.env)}
     folder = Path(tempfile.mkdtemp(prefix="cmbench-proxy-"))
     headers = {"X-Api-Key": KEY, "Content-Type": "application/json"}
-    polls: list[tuple[float, int, float]] = []  # (seconds since start, status, latency)
-    direct: list[tuple[float, int, float]] = []  # the same, straight to codemem: what Caddy adds
     rss: list[int] = []
     queue: list[tuple[float, float | None, float | None]] = []  # (t, bytes in flight, Adds queued)
     done = threading.Event()
@@ -138,17 +161,6 @@ def main(argv: list[str] | None = None) -> None:
             running_caddy(folder, srv.url.removeprefix("http://"), shipped=shipped) as proxy:
         idle_rss_kb = _rss_kb(srv.pid)
         started = time.monotonic()
-
-        def monitor_health(url: str, into: list[tuple[float, int, float]]) -> None:
-            with httpx.Client(base_url=url, verify=proxy.tls, timeout=30, trust_env=False) as client:
-                while not done.is_set():
-                    t0 = time.monotonic()
-                    try:
-                        status = client.get("/health").status_code
-                    except httpx.HTTPError:
-                        status = 0
-                    into.append((round(t0 - started, 2), status, time.monotonic() - t0))
-                    done.wait(max(0.0, 1.0 - (time.monotonic() - t0)))
 
         def monitor_memory() -> None:
             with httpx.Client(base_url=srv.url, headers={"X-Api-Key": KEY}, timeout=30, trust_env=False) as client:
@@ -175,9 +187,15 @@ def main(argv: list[str] | None = None) -> None:
                     status, detail = 0, f"{type(exc).__name__}: {exc}"[:200]
             return AddOutcome(i, status, round(time.monotonic() - t0, 1), detail)
 
-        monitors = [threading.Thread(target=monitor_health, args=(proxy.url, polls), daemon=True),
-                    threading.Thread(target=monitor_health, args=(srv.url, direct), daemon=True),
-                    threading.Thread(target=monitor_memory, daemon=True)]
+        # The health polls run in processes of their own, as the platform's would: in this one
+        # they would wait for the GIL behind 32 uploads, which is not the server's time.
+        spawn = multiprocessing.get_context("spawn")
+        stop = spawn.Event()
+        pollers = [spawn.Process(target=poll_health, args=(url, str(proxy.ca_path), started, str(folder / name), stop))
+                   for url, name in ((proxy.url, "polls-proxy.jsonl"), (srv.url, "polls-direct.jsonl"))]
+        monitors = [threading.Thread(target=monitor_memory, daemon=True)]
+        for poller in pollers:
+            poller.start()
         for m in monitors:
             m.start()
         with ThreadPoolExecutor(args.adds) as senders:
@@ -190,8 +208,12 @@ def main(argv: list[str] | None = None) -> None:
                 found.append(any(mark in h["content"] for h in hits))
         time.sleep(30)
         done.set()
+        stop.set()
         for m in monitors:
             m.join(timeout=40)
+        for poller in pollers:
+            poller.join(timeout=40)
+        polls, direct = (_polls(folder / name) for name in ("polls-proxy.jsonl", "polls-direct.jsonl"))
         after_idle_rss_kb = _rss_kb(srv.pid)
         caddy_logs = b"".join(f.read_bytes() for f in folder.rglob("*") if f.is_file() and f.name != "Caddyfile")
         server_log = Path(srv.log_path).read_bytes()
