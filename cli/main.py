@@ -38,12 +38,23 @@ def parse_date(text: str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+class _Version(argparse.Action):
+    """`--version`, its package metadata read only when asked (every command's start-up counts)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from importlib.metadata import version
+
+        print(f"codemem {version('codemem')}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codemem", description="Memory for coding agents.",
         epilog=f"Every command uses one data directory ({_DATA}) unless --data-dir or CODEMEM_DATA_DIR "
                "says otherwise; inside a git work tree, the user_id defaults to the repository's "
                "(repo:<host>/<owner>/<name>), as the MCP server and the hook name it.")
+    parser.add_argument("--version", action=_Version, nargs=0, help="the installed version (CHANGELOG.md says what each changes)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the HTTP service (Add/Search contract)")

@@ -247,3 +247,15 @@ def test_search_says_when_nothing_in_the_memory_is_closely_related(filled: str, 
     assert main(["search", "--data-dir", filled, "--user-id", "dev", "Plombrix quervane stollicut yarbenthal"]) == 0
     out = capsys.readouterr().out
     assert "(none stands out as the one this query is about: these are the nearest)" in out and "\n#" in out
+
+
+def test_version_is_the_packages_and_the_changelogs(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == f"codemem {version('codemem')}"
+    changelog = (Path(__file__).resolve().parents[2] / "CHANGELOG.md").read_text()
+    assert f"\n## {printed.split()[1]} (" in changelog
