@@ -55,6 +55,7 @@ FILE_LABELS: dict[str, str] = {
     "timeline-newest-first.json": "training",
     "time-features-trial.json": "training",
     "ranker-without-projects.json": "training",
+    "abstain-trial.json": "training",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
     "decisions-suite3.json": "validation",
@@ -328,6 +329,15 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "{:.3f} / {:.3f}; {:.0f} / {:.0f} of 40".format(
                *(m["project_questions_hit1"]["update"]["learned"] for m in r["models"].values()),
                *(40 * m["contested_pairs"]["ordered_right"] for m in r["models"].values()))),
+    Figure("abstain-trial.json", "issue 53's nothing-related decision, a trial: at most 1% of answerable queries with "
+           "their gold in the first 5 emptied (cut chosen on the same out-of-fold scores), how many with nothing related "
+           "are answered empty",
+           lambda r: "; ".join(
+               f"{name}: cost {r[name]['all']['cost: gold in the first 5 emptied']['share']}, empty where nothing "
+               f"related {r[name]['all']['saving: nothing related, recorded answered empty']['share']} (recorded) / "
+               f"{r[name]['all']['saving: nothing related, gold removed answered empty']['share']} (gold removed), "
+               f"sessions {r[name]['session']['saving: nothing related, recorded answered empty']['share']}"
+               for name in ("learned decision", "first candidate's P alone"))),
     Figure("ranker-without-projects.json", "what training on the dated projects costs the agent sessions: the shipped model "
            "(today's features, projects in its data) against the same trained without them, same folds, 509 session queries",
            lambda r: "session hit@1 {:.3f} with projects, {:.3f} without; OpenHands check {:.3f} / {:.3f}; commits {:.3f} / {:.3f}".format(
