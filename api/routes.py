@@ -26,7 +26,7 @@ def _admission(state: State, kind: str) -> Admission:
 def _body_size(request: Request, unknown: int) -> int:
     """The body's declared length; `unknown` (the most it may hold) without one."""
     try:
-        return int(request.headers["content-length"])
+        return max(0, int(request.headers["content-length"]))
     except (KeyError, ValueError):
         return unknown
 

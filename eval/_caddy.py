@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 
 from eval._paths import REPO_ROOT
+from eval._server import free_port
 
 CADDYFILE = REPO_ROOT / "deploy" / "Caddyfile"
 SITE = "{$CODEMEM_DOMAIN"
@@ -41,12 +42,6 @@ class Proxy:
     log_path: Path  # everything Caddy wrote (its default logger and any log the Caddyfile sets)
     pid: int
     ca_path: Path  # Caddy's internal root certificate, which `tls` trusts
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def local_caddyfile(folder: Path, extra: str = "", shipped: Path = CADDYFILE) -> str:

@@ -1,8 +1,8 @@
 """The endpoint as deploy/ builds it: Debian's `caddy` with deploy/Caddyfile (its timeouts,
-body limit and health check; `tls internal` for a certificate from Caddy's own CA) in front
+body limit and log filter; `tls internal` for a certificate from Caddy's own CA) in front
 of a real `codemem serve` with a key. Through it, over HTTPS: Add and Search, a 25 MiB Add,
-an Add longer than a proxy's usual timeout, and the platform's retry of an Add that a proxy
-gave up on while it was still being stored."""
+an Add longer than a proxy's usual timeout, the platform's retry of an Add that a proxy
+gave up on while it was still being stored, a restart, and no key in any of Caddy's logs."""
 
 from __future__ import annotations
 
