@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 
 MAX_TERMS = 256
 MAX_TERM_CHARS = 200
+SLICE_CHARS = 1 << 16
 
 # A token: a run of identifier characters and the joiners that hold a compound together.
 _TOKEN = re.compile(r"#?[\w$@][\w$@./:#-]*")
+_OUTSIDE_TOKENS = re.compile(r"[^\w$@./:#-]")  # a character no token holds
 _PIECES = re.compile(r"::|[./:#]")
 _PARTS = re.compile(r"::|[/:#]")  # a path's or test id's parts; dotted names stay whole
 _ISSUE = re.compile(r"#\d{1,9}")
@@ -58,17 +61,40 @@ def exact_terms(text: str) -> list[str]:
     """The text's exact identifiers, lowercase, deduplicated in first-seen order."""
     out: dict[str, None] = {}
     seen: set[str] = set()  # a diff repeats its tokens: each is judged once
-    # Each distinct token once, in first-seen order, deduplicated in C: a 2 MB text of a few
-    # words repeated is 300k tokens and a handful of distinct ones.
-    for raw in dict.fromkeys(_TOKEN.findall(text)):
-        token = raw.rstrip(".:-/#")
-        if not token or len(token) > MAX_TERM_CHARS or token in seen:
-            continue
-        seen.add(token)
-        out.update(dict.fromkeys(_token_terms(token)))
-        if len(out) >= MAX_TERMS:
-            break
-    return list(out)[:MAX_TERMS]
+    for piece in slices(text, SLICE_CHARS):
+        # Each distinct token once, in first-seen order, deduplicated in C: a 2 MB text of a
+        # few words repeated is 300k tokens and a handful of distinct ones.
+        for raw in dict.fromkeys(_TOKEN.findall(piece)):
+            token = raw.rstrip(".:-/#")
+            if not token or len(token) > MAX_TERM_CHARS or token in seen:
+                continue
+            seen.add(token)
+            out.update(dict.fromkeys(_token_terms(token)))
+            if len(out) >= MAX_TERMS:
+                return list(out)[:MAX_TERMS]
+    return list(out)
+
+
+def slices(text: str, size: int = SLICE_CHARS) -> Iterator[str]:
+    """`text` in pieces of about `size` characters, each cut where no token can run on (a
+    line end, a space, a comma or a quote; else the next character no token holds), so the
+    pieces hold the same tokens as the whole.
+
+    One regex call over a whole message holds the GIL for as long as it runs: over a 4 MB
+    tool output, tens of milliseconds a call, in which the server's event loop (its /health)
+    waits. Pieces keep each call short, and the terms stop being read once `MAX_TERMS` are
+    found."""
+    start, n = 0, len(text)
+    while n - start > size:
+        end = start + size
+        cut = max(text.rfind(c, start + 1, end) for c in "\n ,\"")
+        if cut <= start:
+            found = _OUTSIDE_TOKENS.search(text, end)
+            cut = found.start() if found else n
+        yield text[start:cut]
+        start = cut
+    if start < n:
+        yield text[start:]
 
 
 @functools.lru_cache(maxsize=1 << 16)

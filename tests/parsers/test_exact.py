@@ -1,8 +1,10 @@
 """Exact identifiers are kept whole, with the pieces a person would search for."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from parsers import exact_terms
+from parsers import exact, exact_terms
 
 
 @pytest.mark.parametrize(
@@ -34,3 +36,27 @@ def test_plain_words_and_numbers_are_not_exact_terms(text: str) -> None:
 def test_terms_are_bounded() -> None:
     text = " ".join(f"name_{i}" for i in range(10_000))
     assert len(exact_terms(text)) == 256
+
+
+# Texts of tokens and what lies between them: long tokens, long runs without a line end, a
+# minified line with no space, '#' and ':' joiners at the edges.
+_PIECES_OF_TEXT = st.lists(st.sampled_from(["module_377", "a.b.c", "#12", "x", "tests/t.py::test_a", " ", "\n", ",",
+                                            '"', "{", "-", ":", "é", "日本", "$v", "@dec", "E501", "ab" * 40]),
+                           max_size=400)
+
+
+@given(_PIECES_OF_TEXT, st.integers(min_value=1, max_value=64))
+def test_slices_cut_where_no_token_runs_on(parts: list[str], size: int) -> None:
+    text = "".join(parts)
+    pieces = list(exact.slices(text, size))
+    assert "".join(pieces) == text
+    assert [t for p in pieces for t in exact._TOKEN.findall(p)] == exact._TOKEN.findall(text)
+
+
+@given(_PIECES_OF_TEXT, st.integers(min_value=1, max_value=64))
+def test_terms_read_in_slices_are_the_terms_of_the_whole(parts: list[str], size: int) -> None:
+    text = "".join(parts)
+    whole = exact.exact_terms(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(exact, "SLICE_CHARS", size)
+        assert exact.exact_terms(text) == whole
