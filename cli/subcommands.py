@@ -78,6 +78,7 @@ def server_options(settings: Settings, tls: exposure.TLSFiles | None) -> dict[st
 def _offline_memory(settings: Settings, query: bool = False) -> Memory:
     """A Memory for one short command: no background compaction. For a `query`, the cached
     ONNX query encoder loads on a thread of its own while LanceDB is imported."""
+    _refuse_foreign_owner(settings)  # before any work
     from codemem.embedding import make_embedder
 
     embedder = make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
@@ -85,7 +86,6 @@ def _offline_memory(settings: Settings, query: bool = False) -> Memory:
         threading.Thread(target=embedder.warm_queries, name="codemem-encoder", daemon=True).start()
     from codemem.memory import Memory
 
-    _refuse_foreign_owner(settings)
     return Memory(settings.replace({"maintenance.interval_s": 0}), embedder=embedder)
 
 

@@ -186,9 +186,6 @@ class Maintenance:
                 or stats["unindexed_rows"] > self.max_unindexed_rows)
 
 
-ADD_BYTES_INFLIGHT = 96 * 1024 * 1024
-
-
 @dataclass(frozen=True)
 class Limits:
     """What one request may carry, and how many may be in flight."""
@@ -202,7 +199,7 @@ class Limits:
     # Add bodies read, parsed and stored at once (0 = no bound); the Adds beyond it wait their
     # turn. Each byte in flight costs a few in memory: docs/deploy.md gives the memory a
     # setting needs, measured (eval.load.proxy). The default fits a 4 GB machine.
-    max_add_bytes_inflight: int = ADD_BYTES_INFLIGHT
+    max_add_bytes_inflight: int = 96 * 1024 * 1024
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "max_body_bytes", "max_image_bytes")

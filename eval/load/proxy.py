@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import shutil
 import ssl
 import tempfile
 import threading
@@ -154,7 +155,9 @@ def main(argv: list[str] | None = None) -> None:
     headers = {"X-Api-Key": KEY, "Content-Type": "application/json"}
     rss: list[int] = []
     queue: list[tuple[float, float | None, float | None]] = []  # (t, bytes in flight, Adds queued)
-    done = threading.Event()
+    # One event ends every monitor: the memory thread here, the health pollers' processes.
+    spawn = multiprocessing.get_context("spawn")
+    stop = spawn.Event()
 
     shipped = (args.source / "deploy" / "Caddyfile") if args.source else CADDYFILE
     with running_server(env=server_env, source=args.source) as srv, \
@@ -165,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         def monitor_memory() -> None:
             with httpx.Client(base_url=srv.url, headers={"X-Api-Key": KEY}, timeout=30, trust_env=False) as client:
                 tick = 0
-                while not done.is_set():
+                while not stop.is_set():
                     rss.append(_rss_kb(srv.pid))
                     if tick % 5 == 0:
                         try:
@@ -175,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
                         except httpx.HTTPError:
                             pass
                     tick += 1
-                    done.wait(0.2)
+                    stop.wait(0.2)
 
         def send(i: int) -> AddOutcome:
             t0 = time.monotonic()
@@ -189,15 +192,12 @@ def main(argv: list[str] | None = None) -> None:
 
         # The health polls run in processes of their own, as the platform's would: in this one
         # they would wait for the GIL behind 32 uploads, which is not the server's time.
-        spawn = multiprocessing.get_context("spawn")
-        stop = spawn.Event()
         pollers = [spawn.Process(target=poll_health, args=(url, str(proxy.ca_path), started, str(folder / name), stop))
                    for url, name in ((proxy.url, "polls-proxy.jsonl"), (srv.url, "polls-direct.jsonl"))]
-        monitors = [threading.Thread(target=monitor_memory, daemon=True)]
+        memory_monitor = threading.Thread(target=monitor_memory, daemon=True)
         for poller in pollers:
             poller.start()
-        for m in monitors:
-            m.start()
+        memory_monitor.start()
         with ThreadPoolExecutor(args.adds) as senders:
             adds = list(senders.map(send, range(args.adds)))
         load_s = time.monotonic() - started
@@ -207,16 +207,15 @@ def main(argv: list[str] | None = None) -> None:
                 hits = client.post("/search", json={"user_id": body["user_id"], "query": mark, "top_k": 5}).json()["data"]
                 found.append(any(mark in h["content"] for h in hits))
         time.sleep(30)
-        done.set()
         stop.set()
-        for m in monitors:
-            m.join(timeout=40)
+        memory_monitor.join(timeout=40)
         for poller in pollers:
             poller.join(timeout=40)
         polls, direct = (_polls(folder / name) for name in ("polls-proxy.jsonl", "polls-direct.jsonl"))
         after_idle_rss_kb = _rss_kb(srv.pid)
         caddy_logs = b"".join(f.read_bytes() for f in folder.rglob("*") if f.is_file() and f.name != "Caddyfile")
         server_log = Path(srv.log_path).read_bytes()
+    shutil.rmtree(folder, ignore_errors=True)  # Caddy's state and logs, read above
 
     during = [p for p in polls if p[0] <= load_s]
     statuses: dict[str, int] = {}

@@ -53,16 +53,7 @@ def test_admitted_requests_wait_for_a_worker_and_the_one_over_the_bound_is_refus
 ) -> None:
     """With one Add thread and room for two Adds, the second waits without running and the
     third is answered 503 while both are still pending: the refusal waits on no work."""
-    started: list[str] = []
-    release = threading.Event()
-    real_add = memory.add
-
-    def slow_add(req):  # type: ignore[no-untyped-def]
-        started.append(req.request_id)
-        release.wait(30)
-        return real_add(req)
-
-    monkeypatch.setattr(memory, "add", slow_add)
+    started, release = _held_adds(memory, monkeypatch)
     bounded = settings.replace({"limits.max_inflight_adds": 2, "server.add_threads": 1})
     with make_client(bounded, memory) as client, ThreadPoolExecutor(2) as pool:
         first = pool.submit(client.post, "/add", json=add_body("a1"))
@@ -82,16 +73,7 @@ def test_admitted_requests_wait_for_a_worker_and_the_one_over_the_bound_is_refus
 def test_adds_past_the_byte_bound_wait_their_turn_and_are_counted_not_refused(
     settings: Settings, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started: list[str] = []
-    release = threading.Event()
-    real_add = memory.add
-
-    def slow_add(req):  # type: ignore[no-untyped-def]
-        started.append(req.request_id)
-        release.wait(30)
-        return real_add(req)
-
-    monkeypatch.setattr(memory, "add", slow_add)
+    started, release = _held_adds(memory, monkeypatch)
     one_body = len(httpx.Request("POST", "/", json=add_body("b1")).content)
     bounded = settings.replace({"limits.max_add_bytes_inflight": one_body + 10, "server.add_threads": 4})
     with make_client(bounded, memory) as client, ThreadPoolExecutor(2) as pool:
@@ -142,6 +124,21 @@ def test_the_byte_budget_admits_in_order_runs_an_oversized_body_alone_and_forget
         return order
 
     assert asyncio.run(scenario()) == ["a", "c", "d", "e"]
+
+
+def _held_adds(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], threading.Event]:
+    """Adds that note their request_id as they start and then wait for the event before storing."""
+    started: list[str] = []
+    release = threading.Event()
+    real_add = memory.add
+
+    def slow_add(req):  # type: ignore[no-untyped-def]
+        started.append(req.request_id)
+        release.wait(30)
+        return real_add(req)
+
+    monkeypatch.setattr(memory, "add", slow_add)
+    return started, release
 
 
 def _wait_until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
