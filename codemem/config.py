@@ -215,6 +215,9 @@ class SearchSettings:
     candidates: int | None = None
     relevance_floor: float | None = None
     quiet_below: float | None = None
+    # False: where the model reads nothing in memory as related, a quiet answer (the nearest
+    # experiences) instead of an empty one.
+    empty_when_unrelated: bool | None = None
     # A Search answer is read by a model with a limited window: it stops at this many tokens
     # (~4 characters each; 0 = top_k alone bounds it), and no single item is longer than
     # max_item_chars (its head and tail are kept).
@@ -227,7 +230,8 @@ class SearchSettings:
     def config(self) -> SearchConfig:
         """The recipe with the values set here."""
         paths = {"retrieval.candidates": self.candidates, "calibration.relevance_floor": self.relevance_floor,
-                 "calibration.quiet_below": self.quiet_below, "answer.budget_tokens": self.token_budget,
+                 "calibration.quiet_below": self.quiet_below, "calibration.empty_when_unrelated": self.empty_when_unrelated,
+                 "answer.budget_tokens": self.token_budget,
                  "answer.max_item_chars": self.max_item_chars}
         return DEFAULT_SEARCH.replace({k: v for k, v in paths.items() if v is not None})
 
@@ -366,6 +370,7 @@ VARIABLES: dict[str, Variable] = {
     "CODEMEM_CANDIDATES": Variable("search.candidates", int),
     "CODEMEM_RELEVANCE_FLOOR": Variable("search.relevance_floor", float),
     "CODEMEM_QUIET_BELOW": Variable("search.quiet_below", float),
+    "CODEMEM_EMPTY_WHEN_UNRELATED": Variable("search.empty_when_unrelated", _flag),
     "CODEMEM_SEARCH_TOKEN_BUDGET": Variable("search.token_budget", int),
     "CODEMEM_MAX_ITEM_CHARS": Variable("search.max_item_chars", int),
 }

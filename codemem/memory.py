@@ -31,6 +31,7 @@ from codemem.store.lance import Store
 from codemem.store.maintenance import Compactor
 from codemem.store.schema import key_of
 from codemem.store.writer import GroupWriter
+from codemem.timeline import turns
 from codemem.writing.session_refresher import SessionRefresher
 from codemem.writing.session_writer import SessionWriter
 
@@ -125,6 +126,12 @@ class Memory:
                budget_tokens: int | None = None) -> list[Hit]:
         """At most top_k items of this user's memory, best first (`Searcher.search`)."""
         return self.searcher.search(req, config, budget_tokens)
+
+    def dialogue_reading(self, req: SearchRequest, config: SearchConfig | None = None) -> turns.Reading | None:
+        """What a Search of a memory of dialogue reads before it chooses turns
+        (`Searcher.dialogue_reading`): `turns.decide` answers from it under another turn
+        configuration without searching again."""
+        return self.searcher.dialogue_reading(req, config)
 
     def signals(self, user_id: str, text: str, config: SearchConfig, limit: int) -> tuple[SessionSignals, list[Candidate]]:
         """What each retriever says about this user's sessions for `text` (`Searcher.signals`)."""

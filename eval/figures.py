@@ -55,7 +55,6 @@ FILE_LABELS: dict[str, str] = {
     "timeline-newest-first.json": "training",
     "time-features-trial.json": "training",
     "ranker-without-projects.json": "training",
-    "abstain-trial.json": "training",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
     "decisions-suite3.json": "validation",
@@ -239,6 +238,15 @@ def experience_files(r: Result) -> str:
             f"{r['without_git_diff_equal']}/{r['sessions']} (card size p50 {r['card_chars']['p50']:,} chars)")
 
 
+
+def _supersession(r: dict[str, Any]) -> str:
+    s = r["supersession"]
+    chosen = s["grid"][f"cosine {s['supersede_cosine']}, factor {s['superseded_factor']}, replaced must decide "
+                       f"{s['replaced_must_decide']}"]
+    return (f"cosine {s['supersede_cosine']}, factor {s['superseded_factor']}, decisions only {s['replaced_must_decide']} "
+            f"({chosen['updates']} questions): newest first {chosen['newest_first']}, older values marked "
+            f"{chosen['older_marked']}, current values marked {chosen['current_marked']}")
+
 FIGURES: tuple[Figure, ...] = (
     # Retrieval replay: SWE-ContextBench Lite, 62 labelled dev tasks.
     Figure("replay.json", "codemem (the relevance model, the default; scored once), noisy-all", retrieval("codemem"),
@@ -316,10 +324,8 @@ FIGURES: tuple[Figure, ...] = (
            "who read only the format brief, scored once)", timeline),
     Figure("timeline-fresh3.json", "the same, third fresh set (6 projects of six stacks; written for issue 53 from a brief "
            "alone, checked by content against every training file, scored once; fresh and fresh2 are spent)", timeline),
-    Figure("timeline-supersession.json", "the supersession cosine, chosen on the training projects' update questions",
-           lambda r: "{} ({} questions): newest first {}, older values marked {}, current values marked {}".format(
-               r["supersession"]["supersede_cosine"], *(r["supersession"]["grid"][str(r["supersession"]["supersede_cosine"])][k]
-                                                        for k in ("updates", "newest_first", "older_marked", "current_marked")))),
+    Figure("timeline-supersession.json", "the turns' supersession (cosine, discount asked about now, whether only a decision "
+           "is replaced), chosen together on the written training projects' update questions", _supersession),
     Figure("timeline-newest-first.json", "asked about now, which experiences come newest first: chosen on the training projects",
            lambda r: "{} (newest first on updates: off {}, related {}, named {})".format(
                r["newest_first"]["newest_first_when_now"], *(r["newest_first"]["figures"][c]["newest_first"]
@@ -329,15 +335,6 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "{:.3f} / {:.3f}; {:.0f} / {:.0f} of 40".format(
                *(m["project_questions_hit1"]["update"]["learned"] for m in r["models"].values()),
                *(40 * m["contested_pairs"]["ordered_right"] for m in r["models"].values()))),
-    Figure("abstain-trial.json", "issue 53's nothing-related decision, a trial: at most 1% of answerable queries with "
-           "their gold in the first 5 emptied (cut chosen on the same out-of-fold scores), how many with nothing related "
-           "are answered empty",
-           lambda r: "; ".join(
-               f"{name}: cost {r[name]['all']['cost: gold in the first 5 emptied']['share']}, empty where nothing "
-               f"related {r[name]['all']['saving: nothing related, recorded answered empty']['share']} (recorded) / "
-               f"{r[name]['all']['saving: nothing related, gold removed answered empty']['share']} (gold removed), "
-               f"sessions {r[name]['session']['saving: nothing related, recorded answered empty']['share']}"
-               for name in ("learned decision", "first candidate's P alone"))),
     Figure("ranker-without-projects.json", "what training on the dated projects costs the agent sessions: the shipped model "
            "(today's features, projects in its data) against the same trained without them, same folds, 509 session queries",
            lambda r: "session hit@1 {:.3f} with projects, {:.3f} without; OpenHands check {:.3f} / {:.3f}; commits {:.3f} / {:.3f}".format(

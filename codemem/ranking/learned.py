@@ -6,7 +6,9 @@ with lightgbm, whose import brings scikit-learn and SciPy: most of a cold `codem
 
 It scores the candidate experiences (`features.candidates`) and maps each score to P(related)
 with the Platt calibration fitted on out-of-fold scores; that probability orders them, decides
-whether an answer is quiet and how much of each experience it shows. Sessions outside the
+whether an answer is quiet and how much of each experience it shows, and, read with the
+candidates' raw scores, whether anything is related at all (`ranking/absence.py`, learned
+with the model and kept in its card). Sessions outside the
 candidates are not returned. `features.FEATURES` is what this code can compute; a model reads
 the columns its card names, in its order (a model may leave some out: the time features were
 added for a model trained on dated data), and the loader refuses a card that names a feature
@@ -24,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from codemem.ranking.absence import Absence
 from codemem.ranking.features import CANDIDATE_DEPTH, FEATURES, candidate_features, candidates
 from codemem.ranking.relevance import SessionSignals
 from codemem.ranking.trees import Trees, UnsupportedModel
@@ -50,6 +53,7 @@ class LearnedRanker:
     platt: tuple[float, float]
     features: tuple[str, ...]  # the columns it reads, named by its card
     columns: tuple[int, ...]  # their places in `FEATURES`
+    absence: Absence | None = None  # whether anything is related; None: always something
 
     @classmethod
     def load(cls, directory: Path = MODELS) -> LearnedRanker:
@@ -70,8 +74,12 @@ class LearnedRanker:
         if trees.num_feature != len(names):
             raise ModelMismatch(f"{directory / MODEL_FILE} reads {trees.num_feature} features, its card names {len(names)}")
         calibration = card["calibration"]
+        try:
+            absence = Absence.from_card(card["search"]["nothing_related"]) if "nothing_related" in card.get("search", {}) else None
+        except ValueError as e:
+            raise ModelMismatch(f"{directory / CARD_FILE}: {e}") from e
         return cls(trees, str(card["model_id"]), (float(calibration["a"]), float(calibration["b"])),
-                   names, tuple(FEATURES.index(f) for f in names))
+                   names, tuple(FEATURES.index(f) for f in names), absence)
 
     def probabilities(self, raw: np.ndarray) -> np.ndarray:
         """P(related) of raw scores (the Platt calibration)."""
@@ -83,7 +91,8 @@ class LearnedRanker:
         whose contributions (SHAP values, as LightGBM's `pred_contrib`) moved their scores most."""
         keys = candidates(signals)
         vectors = candidate_features(signals, keys)
-        x = np.asarray([vectors[k] for k in keys], dtype=np.float64).reshape(len(keys), len(FEATURES))[:, self.columns]
+        every = np.asarray([vectors[k] for k in keys], dtype=np.float64).reshape(len(keys), len(FEATURES))
+        x = every[:, self.columns]
         p = self.probabilities(self.trees.raw_score(x)) if keys else np.zeros(0)
         scores = {k: float(v) for k, v in zip(keys, p, strict=True)}
         reasons: dict[str, dict[str, float]] = {}
@@ -92,7 +101,9 @@ class LearnedRanker:
             for i, row in zip(first, contrib, strict=True):
                 order = np.argsort(-np.abs(row[:-1]))[:top]  # the last column is the bias
                 reasons[keys[i]] = {self.features[j]: round(float(row[j]), 3) for j in order}
-        return Ranking(scores, scores, reasons)
+        nothing = self.absence is not None and self.absence.nothing_related(
+            p, every, np.asarray([signals.bm25.get(k, -1.0) for k in keys]), np.asarray([signals.cosine.get(k, -2.0) for k in keys]))
+        return Ranking(scores, scores, reasons, nothing)
 
 
 _LOADED: dict[str, LearnedRanker] = {}

@@ -92,10 +92,12 @@ class Calibration:
     `quiet_below` for every experience the answer is quiet, and an experience past the ones
     every answer names (`AnswerShape.named_experiences`) whose P is below `relevance_floor`
     times the best one's is left out. Both are the model's own, chosen on its training folds
-    and kept in its card (`models/ranker.json`, "search")."""
+    and kept in its card (`models/ranker.json`, "search"), as is its decision that nothing is
+    related (`ranking/absence.py`), which empties the answer where `empty_when_unrelated`."""
 
     quiet_below: float  # 0: never quiet
     relevance_floor: float  # 0: none left out
+    empty_when_unrelated: bool = True  # False: a quiet answer instead (what an evaluation of rank alone reads)
     # Asked about the current state (`timeline/questions.py`), which experiences come newest
     # first, ahead of the others: "related" (P at least `quiet_below`), "named" (the ones every
     # answer names, `AnswerShape.named_experiences`) or "off" (the model's order). A decision,

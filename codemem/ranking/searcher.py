@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from codemem.config import Settings
@@ -54,6 +55,19 @@ MAX_CANDIDATES = 10_000
 EXPLAINED = 10
 
 
+@dataclass(frozen=True)
+class _Found:
+    """A Search's candidates before its answer is built."""
+
+    user_key: str
+    version: int
+    cards: Callable[[], list[dict[str, Any]]]
+    signals: SessionSignals
+    items: list[Candidate]
+    ranking: Ranking
+    dialogue: bool  # the best sessions are conversations: the answer is turns
+
+
 class Searcher:
     """Every read of one `Memory` that ranks or shows what it holds. Blocking and thread-safe."""
 
@@ -80,7 +94,8 @@ class Searcher:
         """At most top_k items of this user's memory, best first, searched as `config` says
         (default: this Memory's `search_config`). The relevance model ranks the candidates
         by their calibrated P(related), which decides how much of each is shown and whether
-        the answer is quiet (`answer.build`); each experience's metadata gives its P and the
+        the answer is quiet (`answer.build`), or empty where the model reads nothing in memory
+        as related (`ranking/absence.py`); each experience's metadata gives its P and the
         features that carried it. The answer stops at the config's `answer.budget_tokens`,
         or at `budget_tokens` where that is smaller (a tool's compact answer); the first
         experience's card is kept whatever its size."""
@@ -90,21 +105,18 @@ class Searcher:
             raise InvalidInput(f"the token budget must be at least 1, not {budget_tokens}")
         shape = config.answer.fitted(budget_tokens)
         text = req.text
-        if not text.strip() or not self.store.holds_user(key_of(req.user_id)):
-            return []  # a memory that does not exist yet: no model, no pool, no lock
-        user_key, version = key_of(req.user_id), self.store.changes()
-        cards = self._cards(user_key)
-        signals, items = self._signals(user_key, text, config, min(max(req.top_k, config.retrieval.candidates), MAX_CANDIDATES),
-                                       cards, version)
-        ranking = self.ranker.rank(signals, EXPLAINED)
+        found = self._found(req, config)
+        if found is None:
+            return []
+        signals, items, ranking = found.signals, found.items, found.ranking
+        if found.dialogue:  # people talking: answered turn by turn, dated
+            reading = self._turns(req, config, found)
+            return turns.decide(text, reading, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES, config.turns,
+                                quiet=config.calibration.quiet_below > 0) if reading is not None else []
         scores = ranking.scores
-        dialogue = self.indexes.dialogue.get(user_key, cards, version)
-        if turns.is_dialogue(scores, dialogue):  # people talking: answered turn by turn, dated
-            # A conversation is as close to the question as its closest turn: the model, which
-            # never saw a conversation, does not weigh its sessions (`timeline/turns.py`).
-            return turns.answer(text, items, session_scores(items), max(signals.cosine.values(), default=0.0), dialogue,
-                                self.store.by_ids, self.store.vectors, req.user_id, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES,
-                                config.turns, quiet=config.calibration.quiet_below > 0, asked=signals.asked)
+        if ranking.nothing_related and config.calibration.empty_when_unrelated:
+            return []  # nothing in memory bears on the query: an empty answer says so
+        user_key, version, cards = found.user_key, found.version, found.cards
         groups = group_by_session(items, scores, card_id, req.top_k, config.calibration.relevance_floor,
                                   kept=shape.named_experiences)
         why = {g.session_key: explain(signals, g.session_key, ranking) for g in groups}
@@ -129,6 +141,35 @@ class Searcher:
             answered = {g.session_key: held[g.session_key] for g in groups if g.session_key in held}
             _mark_superseded(hits, req.user_id, covered_by(text, answered), related)
         return name_matched_commits(hits, text)
+
+    def dialogue_reading(self, req: SearchRequest, config: SearchConfig | None = None) -> turns.Reading | None:
+        """What `search` reads of a memory of dialogue before it chooses turns (`turns.Reading`),
+        so that turn configurations can be weighed without searching again (`turns.decide`
+        answers as `search` would); None where the answer is experiences, not turns."""
+        config = config or self.search_config
+        validate_search(req, self.settings.limits.max_image_bytes)
+        found = self._found(req, config)
+        return self._turns(req, config, found) if found is not None and found.dialogue else None
+
+    def _found(self, req: SearchRequest, config: SearchConfig) -> _Found | None:
+        """The Search's candidates, ranked, and whether its answer is turns (None: no memory)."""
+        user_key = key_of(req.user_id)
+        if not req.text.strip() or not self.store.holds_user(user_key):
+            return None  # a memory that does not exist yet: no model, no pool, no lock
+        version = self.store.changes()
+        cards = self._cards(user_key)
+        signals, items = self._signals(user_key, req.text, config, min(max(req.top_k, config.retrieval.candidates), MAX_CANDIDATES),
+                                       cards, version)
+        ranking = self.ranker.rank(signals, EXPLAINED)
+        # A conversation is as close to the question as its closest turn: the model, which
+        # never saw a conversation, does not weigh its sessions (`timeline/turns.py`).
+        dialogue = turns.is_dialogue(ranking.scores, self.indexes.dialogue.get(user_key, cards, version))
+        return _Found(user_key, version, cards, signals, items, ranking, dialogue)
+
+    def _turns(self, req: SearchRequest, config: SearchConfig, found: _Found) -> turns.Reading | None:
+        return turns.read(req.text, found.items, session_scores(found.items), max(found.signals.cosine.values(), default=0.0),
+                          self.indexes.dialogue.get(found.user_key, found.cards, found.version), self.store.by_ids,
+                          self.store.vectors, req.user_id, config.turns, asked=found.signals.asked)
 
     @property
     def ranker(self) -> Ranker:

@@ -27,6 +27,7 @@ fused item score (`ranking/rrf.py`) and its session's (its best turn's), then:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -67,18 +68,19 @@ class TurnConfig:
     # nothing on the timeline fixtures, so it is off unless set.
     session_discount: float = 1.0
     time_discount: float = 1.0  # ... when the question is about time
-    superseded_factor: float = 0.35  # a superseded turn's score, times this, for a question about now
+    # A superseded turn's score, times this, for a question about now. 1 (no discount): the three
+    # values below were chosen together on the written training projects' 214 update questions
+    # (`python -m eval.quality.timeline --choose-supersession`, eval/results/timeline-supersession.json;
+    # issue 53): the discount changed no answer's order there, so none is applied.
+    superseded_factor: float = 1.0
     # A decision sharing the question's words: its score times 1 + this. Off: set by hand, never
     # chosen on data, it lifted a decision-like sibling above the turn the question names.
     decision_boost: float = 0.0
-    # A later decision this close (cosine of the two turns' vectors) supersedes a turn; chosen on
-    # the training projects (`python -m eval.quality.timeline --choose-supersession`).
-    supersede_cosine: float = 0.5
-    # Whether only a turn that reads as a decision can be superseded (else any turn as close to
-    # a later decision: what was said of a subject before it was decided again). True as before
-    # issue 49: `--choose-supersession` can choose it with the cosine and the factor, a run that
-    # did not finish in that session (eval/README.md).
-    replaced_must_decide: bool = True
+    # A later decision this close (cosine of the two turns' vectors) supersedes a turn.
+    supersede_cosine: float = 0.4
+    # Whether only a turn that reads as a decision can be superseded, or any turn as close to a
+    # later decision (what was said of a subject before it was decided again).
+    replaced_must_decide: bool = False
     neighbour_weight: float = 0.0  # a turn gains this share of the score of the turn before it (a reply to what matched)
     max_turn_chars: int = 1_500
     # Quiet (nothing in memory on the subject): P(present) = sigmoid(bias + cosine * the best
@@ -136,20 +138,38 @@ class _Turn:
     superseded: tuple[_Turn, _Turn] | None = None
 
 
-def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[str, float], best_cosine: float,
-           index: DialogueIndex, read: Callable[[list[str]], list[Candidate]],
-           vectors: Callable[[list[str]], Mapping[str, np.ndarray]], user_id: str, top_k: int,
-           budget_tokens: int, max_bytes: int, config: TurnConfig = DEFAULT_TURNS, quiet: bool = True,
-           asked: Asked | None = None) -> list[Hit]:
-    """The answer's items, best first: dated turns of the conversations among `items`
-    (the retrievers' fused items, best first); only the first few, marked quiet, when the
-    subject seems absent (unless `quiet` is off: a search configured never to be quiet).
-    `read` fetches rows by id, `vectors` their stored vectors; `asked`: what the question asks
-    of time (`questions.py`; None: nothing, as where no turn is dated)."""
+@dataclass(frozen=True)
+class Reading:
+    """What a dialogue answer reads before it chooses turns: the candidate turns with their
+    scores before supersession, stored vectors and decision readings, and how likely the memory
+    holds the question's subject. The costly part of a turn answer (rows, vectors, the decision
+    reader); `decide` turns it into an answer under any `TurnConfig` of the same reading
+    fields (`READ_FIELDS`) without reading again (`Memory.dialogue_reading`)."""
+
+    turns: tuple[_Turn, ...]
+    covered: float
+    present: float
+    best_cosine: float
+    asked: Asked | None
+
+
+# The `TurnConfig` fields a `Reading` depends on; `decide` reads the others.
+READ_FIELDS = ("candidates", "session_weight", "neighbour_weight", "coverage_turns", "quiet_bias", "quiet_cosine",
+               "quiet_coverage")
+
+
+def read(question: str, items: Sequence[Candidate], session_scores: Mapping[str, float], best_cosine: float,
+         index: DialogueIndex, read_rows: Callable[[list[str]], list[Candidate]],
+         vectors: Callable[[list[str]], Mapping[str, np.ndarray]], user_id: str, config: TurnConfig = DEFAULT_TURNS,
+         asked: Asked | None = None) -> Reading | None:
+    """The turns of the conversations among `items` (the retrievers' fused items, best first)
+    and what is read of them (None: no candidate turn): `read_rows` fetches rows by id,
+    `vectors` their stored vectors; `asked`: what the question asks of time (`questions.py`;
+    None: nothing, as where no turn is dated)."""
     best_session = max(session_scores.values(), default=0.0) or 1.0
     chosen = [c for c in items if c.fields.get("kind") == "message" and index.conversation(str(c.fields["session_key"]))]
     chosen = chosen[: config.candidates]
-    rows = {c.id: c.fields for c in read([c.id for c in chosen]) if c.fields.get("user_id") == user_id}
+    rows = {c.id: c.fields for c in read_rows([c.id for c in chosen]) if c.fields.get("user_id") == user_id}
     best_item = max((c.score for c in chosen), default=0.0) or 1.0
     turns: list[_Turn] = []
     for c in chosen:
@@ -160,14 +180,23 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
         score = (1 - config.session_weight) * c.score / best_item + config.session_weight * prior
         turns.append(_Turn(row, score, times.source_ms(row)))
     if not turns:
-        return []
+        return None
     if config.neighbour_weight:
         _lift_replies(turns, config.neighbour_weight)
     ordered = sorted(turns, key=lambda t: -t.score)
     covered = coverage(question, [str(t.row["text"]) for t in ordered[: config.coverage_turns]])
-    present = present_probability(best_cosine, covered, config)
-    silent = quiet and present < config.quiet_below
     _read_decisions(turns, vectors)
+    return Reading(tuple(turns), covered, present_probability(best_cosine, covered, config), best_cosine, asked)
+
+
+def decide(question: str, reading: Reading, top_k: int, budget_tokens: int, max_bytes: int,
+           config: TurnConfig = DEFAULT_TURNS, quiet: bool = True) -> list[Hit]:
+    """The answer's items, best first, from its `Reading` (left as it was: the turns are
+    copied): only the first few, marked quiet, when the subject seems absent (unless `quiet`
+    is off: a search configured never to be quiet)."""
+    turns = [dataclasses.replace(t, superseded=None) for t in reading.turns]
+    asked = reading.asked
+    silent = quiet and reading.present < config.quiet_below
     _mark_superseded(turns, config.supersede_cosine, config.replaced_must_decide)
     _boost_decisions(turns, words(question), config.decision_boost)
     _newest_first(turns, asked is not None and asked.about_now, config)
@@ -177,8 +206,8 @@ def answer(question: str, items: Sequence[Candidate], session_scores: Mapping[st
     if silent:  # what is nearest, in case the calibration is wrong, and little of it
         for h in hits:
             h.metadata["quiet"] = True
-    hits[0].metadata["subject_present"] = {"probability": round(present, 4), "cosine": round(best_cosine, 4),
-                                           "coverage": round(covered, 4)}
+    hits[0].metadata["subject_present"] = {"probability": round(reading.present, 4), "cosine": round(reading.best_cosine, 4),
+                                           "coverage": round(reading.covered, 4)}
     return within_budget(hits, _size, budget_tokens, max_bytes)
 
 

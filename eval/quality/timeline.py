@@ -53,9 +53,11 @@ from typing import Any
 import numpy as np
 
 from codemem.config import Settings
-from codemem.contract.types import AddRequest, Message, SearchRequest
+from codemem.contract.types import AddRequest, Hit, Message, SearchRequest
 from codemem.memory import Memory
+from codemem.ranking.answer import MAX_RESPONSE_BYTES
 from codemem.ranking.search_config import NEWEST_FIRST
+from codemem.timeline import turns
 from codemem.timeline.turns import DEFAULT_TURNS, TurnConfig
 from eval._paths import RESULTS
 from eval._provenance import provenance, write_result
@@ -98,7 +100,10 @@ class Answer:
 
 
 def codemem_answer(memory: Memory, user: str, question: str) -> Answer:
-    hits = memory.search(SearchRequest(user_id=user, query=question, top_k=TOP_K))
+    return answer_of(memory.search(SearchRequest(user_id=user, query=question, top_k=TOP_K)))
+
+
+def answer_of(hits: Sequence[Hit]) -> Answer:
     sessions = [h.session_id.rsplit(":", 1)[-1] for h in hits]
     features = hits[0].metadata.get("subject_present") if hits else None
     return Answer(sessions, [content_text(h.content) for h in hits], [bool(h.metadata.get("superseded_by")) for h in hits],
@@ -188,31 +193,46 @@ def run(projects: list[dict[str, Any]], config: TurnConfig) -> dict[str, list[di
     return run_configs(projects, [{"turns": config}])[0]
 
 
-def run_configs(projects: list[dict[str, Any]], configs: Sequence[Mapping[str, Any]],
-                turns_only: bool = False) -> list[dict[str, list[dict[str, Any]]]]:
+def run_configs(projects: list[dict[str, Any]], configs: Sequence[Mapping[str, Any]]) -> list[dict[str, list[dict[str, Any]]]]:
     """Each config's rows (codemem's, and BM25's beside them), the projects Added once; a
-    config is what it changes of the Search's (`SearchConfig.replace`). Where the configs change
-    only `turns` (`turns_only`), a question answered by experiences under the first config is
-    answered the same under every other (the turns' config is read only where the answer is
-    turns): it is searched once."""
+    config is what it changes of the Search's (`SearchConfig.replace`)."""
     tok = Tokenizer()
     out: list[dict[str, list[dict[str, Any]]]] = [{"codemem": [], "bm25-sessions": []} for _ in configs]
     with tempfile.TemporaryDirectory() as tmp, Memory(Settings().replace({"storage.data_dir": tmp, "maintenance.interval_s": 0})) as memory:
         users = [ingest(memory, p) for p in projects]
         base = memory.search_config
-        first: dict[str, dict[str, Answer]] = {}
-        for i, (rows, config) in enumerate(zip(out, configs, strict=True)):
+        for rows, config in zip(out, configs, strict=True):
             memory.search_config = base.replace(dict(config))
             for p, user in zip(projects, users, strict=True):
-                answers = {}
-                for q in p["questions"]:
-                    before = first.get(user, {}).get(q["question"])
-                    answers[q["question"]] = before if turns_only and before is not None and not before.turns \
-                        else codemem_answer(memory, user, q["question"])
-                if i == 0:
-                    first[user] = answers
-                rows["codemem"] += score(p, answers)
+                rows["codemem"] += score(p, {q["question"]: codemem_answer(memory, user, q["question"]) for q in p["questions"]})
                 rows["bm25-sessions"] += score(p, bm25_answers(p, tok))
+    return out
+
+
+def run_turn_configs(projects: list[dict[str, Any]], configs: Sequence[TurnConfig]) -> list[list[dict[str, Any]]]:
+    """codemem's rows under each turn configuration (`SearchConfig.turns`), each question
+    searched once: a question answered by turns is read once (`Memory.dialogue_reading`) and
+    answered under each configuration from that reading (`turns.decide`, as a Search would);
+    one answered by experiences is answered the same under every configuration. The
+    configurations differ in what `turns.decide` reads only (not in `turns.READ_FIELDS`)."""
+    read = {(f, getattr(configs[0], f)) for f in turns.READ_FIELDS}
+    if any({(f, getattr(c, f)) for f in turns.READ_FIELDS} != read for c in configs):
+        raise ValueError(f"turn configurations that differ in what is read ({', '.join(turns.READ_FIELDS)}) "
+                         "need a Search each: run_configs")
+    out: list[list[dict[str, Any]]] = [[] for _ in configs]
+    with tempfile.TemporaryDirectory() as tmp, Memory(Settings().replace({"storage.data_dir": tmp, "maintenance.interval_s": 0})) as memory:
+        users = [ingest(memory, p) for p in projects]
+        search = memory.search_config.replace({"turns": configs[0]})
+        budget, quiet = search.answer.fitted(None).budget_tokens, search.calibration.quiet_below > 0
+        for p, user in zip(projects, users, strict=True):
+            read_once: dict[str, turns.Reading | Answer] = {}
+            for q in p["questions"]:
+                req = SearchRequest(user_id=user, query=q["question"], top_k=TOP_K)
+                reading = memory.dialogue_reading(req, search)
+                read_once[q["question"]] = reading if reading is not None else answer_of(memory.search(req, search))
+            for rows, config in zip(out, configs, strict=True):
+                rows += score(p, {question: answer_of(turns.decide(question, r, TOP_K, budget, MAX_RESPONSE_BYTES, config, quiet))
+                                  if isinstance(r, turns.Reading) else r for question, r in read_once.items()})
     return out
 
 
@@ -230,8 +250,8 @@ def choose_supersession(projects: list[dict[str, Any]]) -> dict[str, Any]:
     grid: list[tuple[float, float, bool]] = [(c, f, d) for d in (True, False) for c in SUPERSEDE_GRID for f in FACTOR_GRID]
     configs = [dataclasses.replace(DEFAULT_TURNS, supersede_cosine=c, superseded_factor=f, replaced_must_decide=d)
                for c, f, d in grid]
-    for point, rows in zip(grid, run_configs(projects, [{"turns": c} for c in configs], turns_only=True), strict=True):
-        updates = [r for r in rows["codemem"] if r["kind"] == "update"]
+    for point, rows in zip(grid, run_turn_configs(projects, configs), strict=True):
+        updates = [r for r in rows if r["kind"] == "update"]
         returned = [r for r in updates if r["older_returned"]]
         newest = sum(r["newest_first"] for r in updates) / max(len(updates), 1)
         marked = sum(r["older_marked"] for r in returned) / max(len(returned), 1)
@@ -342,18 +362,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     projects = load("dev" if args.calibrate else args.split, args.data)
     t0 = time.perf_counter()
     result: dict[str, Any]
-    if args.choose_supersession or args.choose_newest_first:
+    if args.choose_supersession:  # the written training projects only: no dev or held-out project is chosen on
+        projects = load("train", TRAINING_PROJECTS)
+        result = {"supersession": choose_supersession(projects)}
+        out = args.out or RESULTS / "timeline-supersession.json"
+        print(json.dumps(result["supersession"], indent=1))
+    elif args.choose_newest_first:
         projects = [*load("dev", args.data), *load("heldout", args.data), *load("train", TRAINING_PROJECTS)]
         for i, project in enumerate(projects):  # two folders may each hold a project of one name
             if any(other["project"] == project["project"] for other in projects[:i]):
                 project["project"] = f"{project['project']}-{i}"
-        if args.choose_supersession:
-            result = {"supersession": choose_supersession(projects)}
-            out = args.out or RESULTS / "timeline-supersession.json"
-        else:
-            result = {"newest_first": choose_newest_first(projects)}
-            out = args.out or RESULTS / "timeline-newest-first.json"
-        print(json.dumps(next(iter(result.values())), indent=1))
+        result = {"newest_first": choose_newest_first(projects)}
+        out = args.out or RESULTS / "timeline-newest-first.json"
+        print(json.dumps(result["newest_first"], indent=1))
     elif args.calibrate:
         result = {"calibration": calibrate(projects)}
         out = args.out or RESULTS / "timeline-quiet.json"

@@ -59,6 +59,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "CODEMEM_CANDIDATES": ("50", 50),
     "CODEMEM_RELEVANCE_FLOOR": ("0", 0.0),
     "CODEMEM_QUIET_BELOW": ("0.9", 0.9),
+    "CODEMEM_EMPTY_WHEN_UNRELATED": ("off", False),
     "CODEMEM_SEARCH_TOKEN_BUDGET": ("1000", 1000),
     "CODEMEM_MAX_ITEM_CHARS": ("500", 500),
 }
@@ -67,6 +68,7 @@ IN_SEARCH = {
     "CODEMEM_CANDIDATES": "retrieval.candidates",
     "CODEMEM_RELEVANCE_FLOOR": "calibration.relevance_floor",
     "CODEMEM_QUIET_BELOW": "calibration.quiet_below",
+    "CODEMEM_EMPTY_WHEN_UNRELATED": "calibration.empty_when_unrelated",
     "CODEMEM_SEARCH_TOKEN_BUDGET": "answer.budget_tokens",
     "CODEMEM_MAX_ITEM_CHARS": "answer.max_item_chars",
 }

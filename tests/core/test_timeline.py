@@ -4,6 +4,7 @@ subject the memory never discussed, and coding sessions answered as before."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +16,8 @@ from codemem.config import Embedding
 from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
+from codemem.ranking.answer import MAX_RESPONSE_BYTES
+from codemem.timeline import turns
 from codemem.timeline.dates import resolve
 from codemem.timeline.decisions import packaged
 from codemem.timeline.turns import DEFAULT_TURNS
@@ -81,6 +84,29 @@ def test_coding_sessions_are_answered_as_experiences(memory: Memory) -> None:
     hits = memory.search(SearchRequest(user_id="p", query="bulk_create TypeError with ignore_conflicts", top_k=20))
     assert hits[0].session_id == "fix" and hits[0].metadata["kind"] == "card"
     assert not any(h.metadata.get("kind") == "turn" for h in hits)
+
+
+def test_a_dialogue_reading_answers_as_the_search_under_any_turn_configuration(memory: Memory) -> None:
+    """What an evaluation weighs turn configurations by: one reading, answered under each."""
+    _add_project(memory, "p")
+    req = SearchRequest(user_id="p", query="Which migration tool do we use now?", top_k=20)
+    reading = memory.dialogue_reading(req)
+    assert reading is not None and reading.asked is not None and reading.asked.about_now
+    shape = memory.search_config.answer.fitted(None)
+    for config in (DEFAULT_TURNS, dataclasses.replace(DEFAULT_TURNS, supersede_cosine=0.0, replaced_must_decide=False,
+                                                      superseded_factor=0.01)):
+        search = memory.search_config.replace({"turns": config})
+        decided = turns.decide(req.text, reading, req.top_k, shape.budget_tokens, MAX_RESPONSE_BYTES, config)
+        assert [(h.id, h.score, h.content) for h in decided] == [(h.id, h.score, h.content) for h in memory.search(req, search)]
+    loose = dataclasses.replace(DEFAULT_TURNS, supersede_cosine=0.0, replaced_must_decide=False)
+    marked = [h for h in turns.decide(req.text, reading, 20, shape.budget_tokens, MAX_RESPONSE_BYTES, loose)
+              if "superseded_by" in h.metadata]
+    assert marked  # every earlier turn is replaced by a later decision this close ...
+    again = turns.decide(req.text, reading, 20, shape.budget_tokens, MAX_RESPONSE_BYTES, DEFAULT_TURNS)
+    assert len([h for h in again if "superseded_by" in h.metadata]) < len(marked)  # ... and the reading kept none of it
+    coding = SearchRequest(user_id="p", query="bulk_create TypeError with ignore_conflicts", top_k=20)
+    memory.add(AddRequest("fix-0", "p", "fix", [Message("user", FIX[0]), Message("assistant", FIX[1])]))
+    assert memory.dialogue_reading(coding) is None  # answered by experiences
 
 
 def test_relative_dates() -> None:

@@ -68,6 +68,7 @@ from codemem.ranking.features import CANDIDATE_DEPTH, candidate_features, candid
 from codemem.ranking.fields import CardFields, field_matches
 from codemem.ranking.locations import LocationIndex, ticket_refs
 from codemem.ranking.query import parse_query
+from codemem.ranking.relevance import SessionSignals
 from codemem.ranking.time_features import time_matches
 from codemem.store.schema import key_of
 from codemem.timeline.questions import MODEL as QUESTIONS_MODEL
@@ -76,7 +77,7 @@ from eval.replay.fusion import fuse
 from train.licences import require_training
 from train.past_fixes.build_data import HISTORIES
 from train.provenance import file_sha256, tree_state
-from train.ranker import ship_rule
+from train.ranker import absence, ship_rule
 from train.ranker.build_data import signals_from
 from train.ranker.featureset import CANDIDATES, PURPOSE, REFERENCE, columns, monotone
 
@@ -122,33 +123,74 @@ class Query:
     related: int  # related experiences in memory (found or not)
     asked: str = ""  # a project question's kind: "update" (the current value), "when", "before", ...
     trains: bool = True  # False: a check only (`--check-signals`), scored by models that never saw it
+    # An answerable query asked again of its memory without its related experiences (`without`):
+    # nothing related, for the nothing-related decision (`train/ranker/absence.py`); never trained on.
+    absent: Query | None = None
 
 
 def _query(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFields] | None = None,
            locations: LocationIndex | None = None, asked: Asked | None = None) -> Query | None:
-    """One recorded Search as a query: its candidates' features, labels and baseline scores.
-    Fields and held references missing from an older record are computed from the cards the
-    memory held (a session's card is final once it is added, so `cards.jsonl` holds the same)."""
+    """One recorded Search as a query: its candidates' features, labels and baseline scores,
+    and, where a related experience is among them, the same Search without any related one
+    (`Query.absent`)."""
+    q = _recorded(rec, kind, source, cards, locations, asked)
+    if q is not None and q.y.max() > 0:
+        q.absent = _recorded(rec, kind, source, cards, locations, asked,
+                             gone=frozenset(k for k, grade in rec["labels"].items() if grade > 0))
+        if q.absent is not None:
+            q.absent.trains = False
+    return q
+
+
+def _recorded(rec: dict[str, Any], kind: str, source: str, cards: dict[str, CardFields] | None = None,
+              locations: LocationIndex | None = None, asked: Asked | None = None,
+              gone: frozenset[str] = frozenset()) -> Query | None:
+    """One recorded Search, less the experiences in `gone` (`without`). Fields and held
+    references missing from an older record, or read beside an experience now gone, are computed
+    from the cards the memory held (a session's card is final once it is added, so
+    `cards.jsonl` holds the same)."""
     signals = signals_from(rec["signals"])
+    if gone:
+        signals = without(signals, gone)
     keys = candidates(signals, CANDIDATE_DEPTH)
     if not keys:
         return None
     text = rec["text"]
-    if not signals.fields and cards is not None:
+    if (gone or not signals.fields) and cards is not None:
         signals.fields = field_matches(text, {k: cards[k] for k in keys if k in cards})
     if cards is not None and asked is not None:  # dates were never recorded: the cards hold them
         signals.time = time_matches(text, {k: cards[k] for k in keys if k in cards}, asked)
-    if not signals.refs_held and locations is not None:
+    if (gone or not signals.refs_held) and locations is not None:
         signals.refs_held = locations.held(dict.fromkeys([*parse_query(text).refs, *ticket_refs(text)]), keys)
     vectors = candidate_features(signals, keys)
     fused = fuse(signals)
-    labels = rec["labels"]
+    labels = {} if gone else rec["labels"]
     return Query(rec["query"], rec["repo"], kind, source, keys,
                  np.asarray([vectors[k] for k in keys], dtype=np.float64),
                  np.asarray([labels.get(k, 0) for k in keys], dtype=np.int32),
                  np.asarray([fused.get(k, 0.0) for k in keys]),
                  np.asarray([signals.bm25.get(k, -1.0) for k in keys]),
                  np.asarray([signals.cosine.get(k, -2.0) for k in keys]), len(labels))
+
+
+def without(signals: SessionSignals, gone: frozenset[str]) -> SessionSignals:
+    """What the same Search would have found in a memory without the experiences in `gone`:
+    each ranking with them taken out and the rest moved up (so one past the depth may become a
+    candidate), every score of theirs dropped. What it cannot redo: the other experiences'
+    BM25 scores are the ones read with `gone`'s words in the index (their idf), and a ranking
+    recorded only to its depth cannot bring in what lay below it."""
+    def kept(scores: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in scores.items() if k not in gone}
+
+    def moved_up(ranks: dict[str, int]) -> dict[str, int]:
+        return {k: n for n, k in enumerate(sorted(kept(ranks), key=lambda k: (ranks[k], k)), 1)}
+
+    return SessionSignals({name: moved_up(r) for name, r in signals.ranks.items()}, kept(signals.cosine),
+                          kept(signals.bm25), kept(signals.location), refs_held=kept(signals.refs_held),
+                          commit_ranks={name: moved_up(r) for name, r in signals.commit_ranks.items()},
+                          commits=signals.commits - gone, refs_bm25=kept(signals.refs_bm25),
+                          kind_bm25={kind: kept(s) for kind, s in signals.kind_bm25.items()},
+                          fields=kept(signals.fields), asked=signals.asked)
 
 
 def load_sessions(path: Path, trains: bool = True, kind: str = "session", questions: Path = QUESTIONS_MODEL) -> list[Query]:
@@ -478,6 +520,18 @@ def markdown(card: dict[str, Any]) -> str:
     for kind, q in card["answer_shape"]["by_kind"].items():
         lines.append(f"| {kind} | {q.get('quiet_when_nothing_related')} | {q.get('loud_when_first_related')} | "
                      f"{q.get('loud_when_first_unrelated')} |")
+    nothing = card["nothing_related"]
+    lines += ["", f"**Nothing related** (`codemem/ranking/absence.py`, out of fold, cuts chosen on the same probabilities: "
+              f"at most {nothing['cost_cap']:.0%} of each cut's answerable queries with the gold in the first 5 emptied; "
+              f"cuts {nothing['learned']['cuts']}). Share answered empty, the learned decision (the first candidate's P "
+              "alone, same cap):", "",
+              "| kind | cost: gold in first 5 emptied | answerable emptied | nothing related, recorded | "
+              "nothing related, gold removed |", "|---|---:|---:|---:|---:|"]
+    for kind, f in nothing["learned"].items():
+        if kind == "cuts":
+            continue
+        alone = nothing["first candidate's P alone"][kind]
+        lines.append(f"| {kind} | " + " | ".join(f"{f[k]['share']} ({alone[k]['share']}) of {f[k]['of']}" for k in f) + " |")
     lines += ["", "Largest gains: " + ", ".join(f"`{k}` {v:.0f}" for k, v in list(card["gain_importance"].items())[:8])
               + "; features with no gain: " + (", ".join(f"`{k}`" for k, v in card["gain_importance"].items() if not v)
                                               or "none") + "."]
@@ -496,19 +550,23 @@ def write_readme(path: Path, section: str) -> None:
 
 def held_out(every: Sequence[Query], checks: Sequence[Query], features: tuple[str, ...]) -> dict[str, Any]:
     """One candidate feature list: its grid point (the repositories in `GRID_FOLDS` groups),
-    then every query and check scored out of fold at that point, and its best single feature
-    out of fold on the same folds."""
+    then every query and check scored out of fold at that point (and each answerable query
+    without its related experiences, `Query.absent`), and its best single feature out of fold
+    on the same folds."""
     params, table = choose(every, features, GRID_FOLDS)
     print(f"{len(features)} features, grid: {params}", flush=True)
-    held_all = loro([*every, *checks], params, features)  # each repository scored by a model that never saw it
+    absent = [q.absent for q in every if q.absent is not None]
+    # each repository scored by a model that never saw it
+    held_all = loro([*every, *checks, *absent], params, features)
     idx = ranked(every)
     position = {i: n for n, i in enumerate(idx)}
     folds = [[position[i] for i in idx if every[i].repo in fold] for fold in repository_folds(every)]
     cols = list(columns(features))
     single, chosen = ship_rule.single_feature_scores([every[i].x[:, cols] for i in idx], [every[i].y for i in idx],
                                                      [f for f in folds if f])
+    n = len(every) + len(checks)
     return {"features": features, "params": params, "table": table, "oof": held_all[:len(every)],
-            "checks": held_all[len(every):], "single": single,
+            "checks": held_all[len(every):n], "absent": held_all[n:], "single": single,
             "single_features": dict(sorted(Counter(features[j] for j in chosen).items()))}
 
 
@@ -609,12 +667,16 @@ def main(argv: list[str] | None = None) -> int:
     a, b = fit_platt(score, related)
     calib = calibration_figures(platt(score, a, b), related)
     probabilities = [platt(s, a, b) for s in held]
-    search = {"quiet_below": choose_quiet_below(every, probabilities),
+    search: dict[str, Any] = {"quiet_below": choose_quiet_below(every, probabilities),
               "relevance_floor": choose_floor([every[i] for i in idx], [probabilities[i] for i in idx])}
     shape = search | {"by_kind": {kind: quiet_figures([q for q in every if kind == "all" or q.kind == kind],
                                                       [p for q, p in zip(every, probabilities, strict=True)
                                                        if kind == "all" or q.kind == kind], search["quiet_below"])
                                   for kind in ("all", *KINDS) if kind == "all" or any(q.kind == kind for q in every)}}
+    decision, nothing_related = absence.learn(every, probabilities, [platt(s, a, b) for s in shipped["absent"]],
+                                              repository_folds(every))
+    search["nothing_related"] = decision.card()
+    print(json.dumps({"nothing_related": {k: nothing_related["learned"][k] for k in ("cuts", "all")}}, indent=1), flush=True)
 
     t1 = time.perf_counter()
     model = fit(every, params, features)
@@ -628,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
         "features": list(features), "candidate_depth": CANDIDATE_DEPTH,
         "params": {**FIXED, "monotone_constraints": list(monotone(features)), **params},
         "calibration": {"kind": "platt", "a": a, "b": b, **calib},
-        "search": search, "answer_shape": shape,
+        "search": search, "answer_shape": shape, "nothing_related": nothing_related,
         "trained_on": {"data_sha256": hashes, **at, **data},
         "ship_rule": rule,
         "cv": {"note": "leave-one-repository-out (and one dated project out) on the training data (not validation); "
