@@ -136,7 +136,8 @@ def ranker_step(data: RankerData, allow_dirty: bool, install_root: Path | None) 
     return Step("ranker", "train.ranker.train", argv,
                 code=(*CORE, "train/provenance.py", "train/ranker/train.py", "train/ranker/featureset.py",
                       "train/ranker/build_data.py", "eval/replay/fusion.py", "train/ranker/project_data.py",
-                      "train/licences.py", "train/ranker/ship_rule.py", "train/past_fixes/build_data.py"),
+                      "train/licences.py", "train/ranker/ship_rule.py", "train/ranker/absence.py",
+                      "train/past_fixes/build_data.py"),
                 after=after, at_head=True, install=None if install_root is None else install_ranker(install_root))
 
 

@@ -16,7 +16,9 @@ out-of-fold readings, each answerable query read again without its related candi
 absent condition), with the cut set so that at most 1% of the answerable queries whose gold
 ranks in the first 5 are emptied, per kind. They live in the relevance model's card
 (`models/ranker.json`, "search" → "nothing_related"); a card without them never empties an
-answer. A pure function of the candidates' P, features and raw scores: numpy only.
+answer. It judges only Searches like those it learned from: at least as many candidates as
+the 1st percentile of its examples (a memory of a handful of experiences is answered as
+before), and a dense signal present (a store whose vectors are not written yet has none). A pure function of the candidates' P, features and raw scores: numpy only.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ class Absence:
     coef: tuple[float, ...]
     intercept: float
     cuts: Mapping[str, float]  # kind -> P(answerable) below which nothing is related
+    # The fewest candidates of a Search it judges: what it was trained on (the 1st percentile of
+    # its examples). A smaller memory's Search is out of that range (it reads few candidates,
+    # each at the top of every ranking): it is answered as before, never emptied.
+    min_candidates: int = 0
 
     def __post_init__(self) -> None:
         if not len(self.mean) == len(self.scale) == len(self.coef) == len(READINGS):
@@ -78,11 +84,13 @@ class Absence:
         order; the others as `reading` takes them) answers empty."""
         if not len(p):
             return True
+        if len(p) < self.min_candidates or not (cosine > -2.0).any():
+            return False  # out of the range it was trained on, or the dense signal not there (no vectors yet)
         return bool(self.answerable(reading(p, bm25, cosine)) < self.cuts.get(kind_of(p, x), 0.0))
 
     def card(self) -> dict[str, Any]:
         return {"readings": list(READINGS), "mean": list(self.mean), "scale": list(self.scale), "coef": list(self.coef),
-                "intercept": self.intercept, "cuts": dict(self.cuts)}
+                "intercept": self.intercept, "cuts": dict(self.cuts), "min_candidates": self.min_candidates}
 
     @classmethod
     def from_card(cls, card: Mapping[str, Any]) -> Absence:
@@ -90,7 +98,7 @@ class Absence:
             raise ValueError(f"a nothing-related decision over readings {card.get('readings')}, this code reads "
                              f"{list(READINGS)}: retrain it")
         return cls(_floats(card["mean"]), _floats(card["scale"]), _floats(card["coef"]), float(card["intercept"]),
-                   {str(k): float(v) for k, v in card["cuts"].items()})
+                   {str(k): float(v) for k, v in card["cuts"].items()}, int(card.get("min_candidates", 0)))
 
 
 def _floats(values: Sequence[Any]) -> tuple[float, ...]:

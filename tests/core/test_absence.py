@@ -96,3 +96,12 @@ def test_a_search_the_decision_reads_as_unrelated_is_empty_unless_the_search_ask
         assert search(invented, DEFAULT_SEARCH.replace({"calibration.empty_when_unrelated": False}))  # the nearest, quiet
     finally:
         memory.close()
+
+
+def test_a_search_outside_what_the_decision_learned_from_is_never_emptied() -> None:
+    decision = dataclasses.replace(_on_p1(0.99, 0.99), min_candidates=7)  # empties everything it judges
+    p, x = np.full(7, 0.1), _x(7)
+    bm25, cosine = np.full(7, 1.0), np.full(7, 0.2)
+    assert decision.nothing_related(p, x, bm25, cosine)
+    assert not decision.nothing_related(p[:6], x[:6], bm25[:6], cosine[:6])  # fewer candidates than it learned from
+    assert not decision.nothing_related(p, x, bm25, np.full(7, -2.0))  # no vector found: no dense signal to read

@@ -17,7 +17,9 @@ repository and dated project held out). The cut of each kind of first candidate
 kind among those Searches, at most `COST_CAP` of the answerable queries whose gold ranks in the
 first 5 are emptied, chosen on those out-of-fold probabilities (the rule, issue 53, written in
 `train/ranker/README.md` before the run), so the cost at the cut is in-sample by construction.
-The decision that ships is the regression refitted on every example, with those cuts.
+The decision that ships is the regression refitted on every example, with those cuts; it
+judges only Searches with at least as many candidates as the 1st percentile of its examples
+(the fewer candidates of a memory of a handful of experiences are out of its range).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ DEPTH = 5
 ANSWERABLE, RECORDED, REMOVED = "answerable", "nothing related, recorded", "nothing related, gold removed"
 CASES = (ANSWERABLE, RECORDED, REMOVED)
 C = 1.0  # the regression's regularisation: sklearn's default, not tuned
+# The decision judges Searches with at least this percentile of its examples' candidate counts.
+MIN_CANDIDATES_PERCENTILE = 1
 
 
 @dataclass(frozen=True)
@@ -127,15 +131,19 @@ def learn(every: Sequence[Query], probabilities: Sequence[np.ndarray], absent: S
     first_cuts = {kind: _cut_within(first, rows, kind) for kind in (COMMIT, EXPERIENCE)}
     x = np.vstack([r.x for r in rows])
     fitted = _fit(x, np.asarray([r.case == ANSWERABLE for r in rows], dtype=int))
-    decision = Absence(fitted.mean, fitted.scale, fitted.coef, fitted.intercept, cuts)
+    counts = np.round(np.expm1([r.x[READINGS.index("candidates")] for r in rows]))
+    fewest = int(np.percentile(counts, MIN_CANDIDATES_PERCENTILE))
+    decision = Absence(fitted.mean, fitted.scale, fitted.coef, fitted.intercept, cuts, fewest)
+    judged = counts >= fewest
     figures = {
         "cost_cap": COST_CAP, "readings": list(READINGS),
         "examples": {case: sum(r.case == case for r in rows) for case in CASES},
         "note": "out of fold on the training data (not validation); each kind's cut is chosen on the same "
                 "out-of-fold probabilities it is reported on, so the cost at the cut is in-sample by construction; "
                 "'gold removed': each answerable query's Search recomputed without its related experiences",
-        "learned": report(learned, cuts, rows),
-        "first candidate's P alone": report(first, first_cuts, rows),
+        "min_candidates": fewest,
+        "learned": report(learned, cuts, rows, judged),
+        "first candidate's P alone": report(first, first_cuts, rows, judged),
     }
     return decision, figures
 
@@ -150,10 +158,14 @@ def _cut_within(score: np.ndarray, rows: Sequence[Example], cut: str) -> float:
                 if (idx := [i for i in mine if rows[i].kind == kind])), default=0.0)
 
 
-def report(score: np.ndarray, cuts: dict[str, float], rows: Sequence[Example]) -> dict[str, Any]:
+def report(score: np.ndarray, cuts: dict[str, float], rows: Sequence[Example], judged: np.ndarray | None = None
+           ) -> dict[str, Any]:
     """Per query kind: the share of at-risk answerable queries emptied (the cost), of every
-    answerable one, and of each nothing-related case answered empty (the saving)."""
+    answerable one, and of each nothing-related case answered empty (the saving); `judged`:
+    the examples the decision judges (default: all)."""
     emptied = np.asarray([s < cuts[r.cut] for s, r in zip(score, rows, strict=True)])
+    if judged is not None:
+        emptied &= judged
     out: dict[str, Any] = {"cuts": {k: round(v, 4) for k, v in cuts.items()}}
     for kind in ("all", *sorted({r.kind for r in rows})):
         mine = [i for i, r in enumerate(rows) if kind == "all" or r.kind == kind]
