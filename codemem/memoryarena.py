@@ -89,10 +89,11 @@ class TextMemories:
             raise InvalidInput("question must be a non-empty string")
         if top_k < 1:
             raise InvalidInput("top_k must be an integer >= 1")
-        # No relevance floor and no quiet answer: a user's chunks are the earlier subtasks of
-        # one task, each a possible dependency even when it shares few words with the
-        # question; the budget bounds the prompt.
-        config = self.memory.search_config.replace({"calibration.relevance_floor": 0.0, "calibration.quiet_below": 0.0})
+        # No relevance floor, no quiet answer and no empty one: a user's chunks are the earlier
+        # subtasks of one task, each a possible dependency even when it shares few words with
+        # the question; the budget bounds the prompt.
+        config = self.memory.search_config.replace({"calibration.relevance_floor": 0.0, "calibration.quiet_below": 0.0,
+                                                    "calibration.empty_when_unrelated": False})
         hits = self.memory.search(SearchRequest(user_id=user_id, query=question, top_k=top_k), config)
         found = _fit(self._texts(user_id, hits), budget_tokens * CHARS_PER_TOKEN)
         return found[:top_k]

@@ -149,7 +149,8 @@ def gate_costs(set_name: str) -> Callable[[Result], str]:
         s = r["sets"][set_name]
         removed = ", ".join(f"{g} {v['marginal']['golds_removed_from_first_5']}/{s['answerable']}" for g, v in s["gates"].items())
         gated, ungated = s["variants"]["gated"], s["variants"]["ungated"]
-        return (f"{removed}; tokens {gated['tokens_answerable_mean']:,.0f} vs {ungated['tokens_answerable_mean']:,.0f} "
+        return (f"{removed}; nothing related answered empty {gated['absent_empty']}/{s['nothing_related']}, answerable "
+                f"empty {gated['answerable_empty']}; tokens {gated['tokens_answerable_mean']:,.0f} vs {ungated['tokens_answerable_mean']:,.0f} "
                 f"answerable, {gated['tokens_absent_mean']:,.0f} vs {ungated['tokens_absent_mean']:,.0f} nothing related; "
                 f"golds left out {gated['answerable_gold_left_out']} vs {ungated['answerable_gold_left_out']}")
     return read
@@ -284,7 +285,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("past_fixes.json", "BM25 over message + diff, same run",
            lambda r: scores(r["summary"]["bm25_message_diff"], AT_KEYS), "validation"),
     # Each gate's cost (golds it takes out of the first 5, issue 47 caps it at 1%) and saving.
-    *(Figure("gates.json", f"gates on {name}: golds out of the first 5 (floor, quiet; marginal), tokens of the shipped "
+    *(Figure("gates.json", f"gates on {name}: golds out of the first 5 (floor, quiet, empty; marginal), tokens of the shipped "
              "answer against none", gate_costs(name)) for name in ("swe-contextbench-dev", "past-fixes-dev")),
     Figure("past_fixes_cv.json", "the same procedure on these 21: knobs chosen on the other dev repositories (re-fusion)",
            lambda r: scores(r["held_out"], AT_KEYS)),

@@ -1,14 +1,17 @@
 """What each gate of a Search costs and saves, on the validation sets at hand (issue 47).
 
-After the relevance model has ranked a memory's experiences, two gates shape the answer:
+After the relevance model has ranked a memory's experiences, three gates shape the answer:
 
 - **floor**: experiences past the first five (`AnswerShape.named_experiences`) whose P(related)
   is below the card's `relevance_floor` times the best one's are left out;
 - **quiet**: when no experience reaches the card's `quiet_below`, the answer is quiet (the
-  first five experiences, a little evidence under the first, short cards after it).
+  first five experiences, a little evidence under the first, short cards after it);
+- **empty**: where the card's learned nothing-related decision reads the candidates as
+  unrelated (`codemem/ranking/absence.py`, issue 53), the answer is `[]`.
 
-(A third, the hand-set nothing-related rule that answered `[]`, left Search in issue 47:
-`eval/results/gates-before.json` measured it beside the others at `1e52c56`.)
+(A hand-set nothing-related rule that answered `[]` left Search in issue 47:
+`eval/results/gates-before.json` measured it beside the others at `1e52c56`; the learned
+decision came back in issue 53.)
 
 Every query of every set is searched in-process over the same store with the shipped Search
 (`gated`), with each gate off in turn (`no-<gate>`), and with none (`ungated`). A gate's **cost**
@@ -61,6 +64,7 @@ COST_CAP = 0.01  # issue 47: at most 1% of answerable queries on every validatio
 GATES: dict[str, dict[str, object]] = {
     "floor": {"calibration.relevance_floor": 0.0},
     "quiet": {"calibration.quiet_below": 0.0},
+    "empty": {"calibration.empty_when_unrelated": False},
 }
 
 

@@ -14,6 +14,7 @@ from litestar.testing import TestClient
 
 from codemem.config import Settings
 from codemem.memory import Memory
+from tests import coding_memory
 from tests.conftest import add_body, make_client
 
 XSS = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -92,6 +93,15 @@ def test_a_search_that_nothing_relates_to_says_so_and_shows_the_nearest(filled: 
     assert 'class="result"' in page
     loud = filled.get("/ui/search?user_id=alice&q=" + quote("pagination crash in paginator.py")).text
     assert "None stands out" not in loud
+
+
+def test_a_search_the_model_reads_as_unrelated_to_anything_stored_says_nothing_came_close(
+        client: TestClient, memory: Memory) -> None:
+    coding_memory.fill(memory, "carol")
+    page = client.get("/ui/search?user_id=carol&q=" + quote(coding_memory.INVENTED)).text
+    assert "Nothing in this memory came close to this query." in page and 'class="result"' not in page
+    question, _ = coding_memory.RELATED
+    assert 'class="result"' in client.get("/ui/search?user_id=carol&q=" + quote(question)).text
 
 
 def test_more_pages_through_the_kept_answer_without_searching_again(

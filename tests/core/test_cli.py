@@ -15,6 +15,7 @@ from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
 from codemem.embedding import MiniLMEmbedder
 from codemem.memory import Memory
+from tests import coding_memory
 
 
 @pytest.fixture
@@ -247,6 +248,21 @@ def test_search_says_when_nothing_in_the_memory_is_closely_related(filled: str, 
     assert main(["search", "--data-dir", filled, "--user-id", "dev", "Plombrix quervane stollicut yarbenthal"]) == 0
     out = capsys.readouterr().out
     assert "(none stands out as the one this query is about: these are the nearest)" in out and "\n#" in out
+
+
+def test_a_search_nothing_in_a_larger_memory_relates_to_exits_1_and_a_real_question_still_answers(
+        tmp_path: Path, embedder: MiniLMEmbedder, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    data = str(tmp_path / "data")
+    with Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder) as m:
+        coding_memory.fill(m)
+    assert main(["search", "--data-dir", data, "--user-id", "dev", coding_memory.INVENTED]) == 1
+    assert capsys.readouterr().out.startswith("Nothing closely related in the memory of dev")
+    question, session = coding_memory.RELATED
+    assert main(["search", "--data-dir", data, "--user-id", "dev", "--json", question]) == 0
+    assert json.loads(capsys.readouterr().out)["data"][0]["session_id"] == session
+    monkeypatch.setenv("CODEMEM_EMPTY_WHEN_UNRELATED", "false")  # the nearest, said to be so
+    assert main(["search", "--data-dir", data, "--user-id", "dev", coding_memory.INVENTED]) == 0
+    assert "(none stands out as the one this query is about: these are the nearest)" in capsys.readouterr().out
 
 
 def test_version_is_the_packages_and_the_changelogs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,6 +11,7 @@ from codemem.memory import Memory
 from codemem.memoryarena import TextMemories
 from codemem.ranking.features import FEATURES
 from codemem.ranking.recipes import DEFAULT_SEARCH
+from tests import coding_memory
 from tests.answers import EVIDENCE
 
 FIX = [
@@ -129,10 +130,11 @@ def test_a_deployment_cannot_set_a_threshold_outside_zero_to_one() -> None:
     assert Settings.from_env({"CODEMEM_QUIET_BELOW": "0"}).search.config().calibration.quiet_below == 0.0
 
 
-# Nothing related: a query that shares no code, few of its words and none of its meaning with
-# anything stored gets a quiet answer that names the nearest experiences, never an empty one
-# (a hand-set "nothing related" rule emptied answerable questions: issue 47); a related
-# question still finds its experience first.
+# Nothing related, in a memory of a few experiences (fewer candidates than the nothing-related
+# decision judges): a query that shares no code, few of its words and none of its meaning with
+# anything stored gets a quiet answer that names the nearest experiences (a hand-set "nothing
+# related" rule emptied answerable questions: issue 47); a related question still finds its
+# experience first. In a larger memory the learned decision answers it empty (below).
 INVENTED = "Plombrix quervane stollicut yarbenthal"
 
 
@@ -158,6 +160,17 @@ def test_a_related_question_in_other_words_is_still_found(memory: Memory) -> Non
     assert hits and hits[0].session_id == "fix"
 
 
+def test_a_memory_asked_about_what_it_never_held_answers_empty_and_still_answers_what_it_holds(memory: Memory) -> None:
+    coding_memory.fill(memory)
+    for query in (coding_memory.INVENTED, coding_memory.OFF_TOPIC):
+        assert _search(memory, query) == []
+        kept = _search(memory, query, DEFAULT_SEARCH.replace({"calibration.empty_when_unrelated": False}))
+        assert kept and all(h.metadata["quiet"] for h in kept)  # asked not to answer empty: the nearest, quiet
+    question, session = coding_memory.RELATED
+    hits = _search(memory, question)
+    assert hits[0].session_id == session and not hits[0].metadata.get("quiet")
+
+
 @pytest.mark.parametrize("gate", [{"calibration.relevance_floor": 0.99}, {"calibration.quiet_below": 1.0}])
 def test_no_gate_drops_one_of_the_experiences_every_answer_names(memory: Memory, gate: dict[str, float]) -> None:
     _fill(memory)
@@ -180,3 +193,8 @@ def test_memoryarena_recalls_every_earlier_subtask_however_little_it_shares(memo
     arena.add("arena", chunk)  # work on code: a Search judges whether it relates
     assert memory.search(SearchRequest(user_id="arena", query=INVENTED, top_k=5))[0].metadata["quiet"]
     assert [r.text for r in arena.recall("arena", INVENTED, 5, 0)] == [chunk]
+    # As many subtasks as the nothing-related decision judges, none sharing the question's words.
+    arena.initialize("arena2")
+    coding_memory.fill(memory, "arena2")
+    assert memory.search(SearchRequest(user_id="arena2", query=INVENTED, top_k=5)) == []
+    assert len(arena.recall("arena2", INVENTED, 5, 0)) == 5
