@@ -16,7 +16,7 @@ from codemem.ranking.learned import LearnedRanker, ModelMismatch, model_card, pa
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.relevance import SessionSignals
 from codemem.ranking.types import Candidate
-from train.ranker import ship_rule
+from train.ranker import absence, ship_rule
 
 
 def _found(scores: dict[str, dict[str, float]], kind: str = "card") -> dict[str, list[Candidate]]:
@@ -63,6 +63,23 @@ def test_the_shipped_model_passed_the_ship_rule_and_had_the_best_mrr_of_those_th
     assert shipped["all"]["mrr"] >= rule["candidates"][rule["reference"]]["all"]["mrr"] - ship_rule.MRR_MARGIN
     assert shipped["all"]["mrr"] == max(c["all"]["mrr"] for c in rule["candidates"].values() if c["passes"])
     assert model_card()["features"] == shipped["features"]
+
+
+def test_the_shipped_nothing_related_decision_kept_every_kind_within_its_cost_cap() -> None:
+    """The decision's out-of-fold figures (`train/ranker/absence.py`, rule in
+    train/ranker/README.md): no query kind had more than the cap of its answerable queries with
+    the gold in the first 5 emptied, and it emptied more where nothing was related than the
+    first candidate's P alone at the same cap."""
+    card = model_card()
+    figures, decision = card["nothing_related"], card["search"]["nothing_related"]
+    learned = figures["learned"]
+    assert learned["cuts"] == {k: round(v, 4) for k, v in decision["cuts"].items()}
+    for kind, f in learned.items():
+        if kind != "cuts" and f["cost: gold in the first 5 emptied"]["of"]:
+            assert f["cost: gold in the first 5 emptied"]["share"] <= absence.COST_CAP
+    recorded = "saving: nothing related, recorded answered empty"
+    assert learned["all"][recorded]["share"] > figures["first candidate's P alone"]["all"][recorded]["share"]
+    assert decision["min_candidates"] == figures["min_candidates"] >= 1
 
 
 def test_features_follow_the_signals() -> None:
