@@ -47,12 +47,21 @@ from codemem.store import short_ids as ids
 from codemem.store.lance import Store
 from codemem.store.schema import DERIVED_KINDS, RESULT_COLUMNS, card_id, key_of
 from codemem.timeline import questions, turns
+from parsers import exact_terms
 
 T = TypeVar("T")
 # top_k may be any positive integer (10**30 included); the retrievers need a bound.
 MAX_CANDIDATES = 10_000
 # The first experiences of an answer whose metadata names the features that carried them.
 EXPLAINED = 10
+
+
+def names_what_it_holds(text: str, signals: SessionSignals) -> bool:
+    """Whether the query names exact identifiers (error codes, ids, snake_case and dotted names,
+    hashes: `parsers.exact`) and the references index found one of its references whole: the
+    memory holds what it named, so the nothing-related decision (which reads scores, not which
+    terms matched) does not answer it empty."""
+    return bool(exact_terms(text)) and bool(signals.ranks.get("refs"))
 
 
 @dataclass(frozen=True)
@@ -114,7 +123,7 @@ class Searcher:
             return turns.decide(text, reading, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES, config.turns,
                                 quiet=config.calibration.quiet_below > 0) if reading is not None else []
         scores = ranking.scores
-        if ranking.nothing_related and config.calibration.empty_when_unrelated:
+        if ranking.nothing_related and config.calibration.empty_when_unrelated and not names_what_it_holds(text, signals):
             return []  # nothing in memory bears on the query: an empty answer says so
         user_key, version, cards = found.user_key, found.version, found.cards
         groups = group_by_session(items, scores, card_id, req.top_k, config.calibration.relevance_floor,

@@ -20,6 +20,7 @@ from codemem.ranking.features import FEATURES
 from codemem.ranking.learned import MODELS, LearnedRanker, ModelMismatch
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.search_config import SearchConfig
+from tests import coding_memory
 
 
 def _x(n: int, commit: bool = False, **values: float) -> np.ndarray:
@@ -105,3 +106,19 @@ def test_a_search_outside_what_the_decision_learned_from_is_never_emptied() -> N
     assert decision.nothing_related(p, x, bm25, cosine)
     assert not decision.nothing_related(p[:6], x[:6], bm25[:6], cosine[:6])  # fewer candidates than it learned from
     assert not decision.nothing_related(p, x, bm25, np.full(7, -2.0))  # no vector found: no dense signal to read
+
+
+def test_a_search_for_an_exact_identifier_the_memory_holds_is_never_emptied(
+        settings: Settings, embedder: MiniLMEmbedder) -> None:
+    always = dataclasses.replace(LearnedRanker.load(), absence=_on_p1(0.99, 0.99))  # reads every Search as unrelated
+    with Memory(settings, embedder=embedder, ranker=always) as memory:
+        coding_memory.fill(memory)
+        memory.add(AddRequest("tag", "dev", "tagged", [Message("user", "Deploy step failed"),
+                                                       Message("assistant", "The runner printed ERR_QZ4417 and stopped")]))
+
+        def search(query: str) -> list[str]:
+            return [h.session_id for h in memory.search(SearchRequest(user_id="dev", query=query, top_k=5))]
+
+        assert search("ERR_QZ4417")[0] == "tagged"  # named whole and held: not "nothing related"
+        assert search(coding_memory.INVENTED) == []
+        assert search("ERR_ZZ9999") == []  # an identifier the memory does not hold

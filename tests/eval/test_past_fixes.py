@@ -94,12 +94,15 @@ def test_gates_cost_is_a_gold_the_gate_takes_out_of_the_first_five() -> None:
                for key, answerable in (("a", True), ("b", True), ("c", True), ("x", False))]
     # Alone, the floor pushes b's gold from 4th to 7th; quiet shortens answers and drops b's gold
     # only where the floor has already pushed it out, so beside the floor it costs nothing more.
+    # The empty gate answers x (nothing related) with nothing and leaves the answerable ones.
     shaped = {"ungated": {"a": (1, 900), "b": (4, 900), "c": (None, 900), "x": (None, 800)},
-              "gated": {"a": (1, 100), "b": (None, 100), "c": (None, 100), "x": (None, 100)},
-              "no-floor": {"a": (1, 100), "b": (4, 100), "c": (None, 100), "x": (None, 100)},
-              "no-quiet": {"a": (1, 800), "b": (7, 800), "c": (None, 800), "x": (None, 700)},
+              "gated": {"a": (1, 100), "b": (None, 100), "c": (None, 100), "x": (None, 0)},
+              "no-floor": {"a": (1, 100), "b": (4, 100), "c": (None, 100), "x": (None, 0)},
+              "no-quiet": {"a": (1, 800), "b": (7, 800), "c": (None, 800), "x": (None, 0)},
+              "no-empty": {"a": (1, 100), "b": (None, 100), "c": (None, 100), "x": (None, 100)},
               "only-floor": {"a": (1, 800), "b": (7, 800), "c": (None, 800), "x": (None, 700)},
-              "only-quiet": {"a": (1, 100), "b": (4, 100), "c": (None, 100), "x": (None, 100)}}
+              "only-quiet": {"a": (1, 100), "b": (4, 100), "c": (None, 100), "x": (None, 100)},
+              "only-empty": {"a": (1, 900), "b": (4, 900), "c": (None, 900), "x": (None, 0)}}
     answers = {name: {k: gates.Answer(rank, tokens, tokens == 0) for k, (rank, tokens) in got.items()}
                for name, got in shaped.items()}
     assert set(answers) == set(gates.variants())
@@ -113,6 +116,10 @@ def test_gates_cost_is_a_gold_the_gate_takes_out_of_the_first_five() -> None:
                               "tokens_saved_answerable": 800.0, "tokens_saved_absent": 700.0}
     assert result["variants"]["ungated"]["hit@5"] == 0.667 and result["variants"]["gated"]["hit@5"] == 0.333
     assert result["variants"]["gated"]["answerable_gold_left_out"] == 2
+    empty = result["gates"]["empty"]
+    assert empty["marginal"]["removed"] == empty["alone"]["removed"] == [] and empty["alone"]["within_cap"]
+    assert (empty["marginal"]["tokens_saved_absent"], empty["alone"]["tokens_saved_absent"]) == (100.0, 800.0)
+    assert (result["variants"]["gated"]["absent_empty"], result["variants"]["no-empty"]["absent_empty"]) == (1, 0)
 
 
 def test_gates_runs_on_a_kept_past_fixes_store(tmp_path: Path) -> None:
