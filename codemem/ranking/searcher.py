@@ -57,11 +57,13 @@ EXPLAINED = 10
 
 
 def names_what_it_holds(text: str, signals: SessionSignals) -> bool:
-    """Whether the query names exact identifiers (error codes, ids, snake_case and dotted names,
-    hashes: `parsers.exact`) and the references index found one of its references whole: the
-    memory holds what it named, so the nothing-related decision (which reads scores, not which
-    terms matched) does not answer it empty."""
-    return bool(exact_terms(text)) and bool(signals.ranks.get("refs"))
+    """Whether the query is a lookup of exact identifiers (error codes, ids, snake_case and
+    dotted names, hashes: `parsers.exact`, at least one per two of its words) and the
+    references index found one of them whole: the memory holds what it named, so the
+    nothing-related decision (which reads scores, not which terms matched) does not answer it
+    empty. A task that mentions a few identifiers among its prose is judged as any other."""
+    exact = exact_terms(text)
+    return bool(exact) and 2 * len(exact) >= len(text.split()) and bool(signals.ranks.get("refs"))
 
 
 @dataclass(frozen=True)

@@ -120,5 +120,6 @@ def test_a_search_for_an_exact_identifier_the_memory_holds_is_never_emptied(
             return [h.session_id for h in memory.search(SearchRequest(user_id="dev", query=query, top_k=5))]
 
         assert search("ERR_QZ4417")[0] == "tagged"  # named whole and held: not "nothing related"
+        assert search("where did the deploy runner print ERR_QZ4417 and stop") == []  # a question, judged
         assert search(coding_memory.INVENTED) == []
         assert search("ERR_ZZ9999") == []  # an identifier the memory does not hold
