@@ -6,9 +6,9 @@ costs a reader tokens and suggests a relation that is not there. The relevance m
 the first candidate alone separates the two cases poorly (a weak match in a large memory
 and a strong one in a small memory read alike), so the decision reads the answer as a whole:
 the first candidates' P(related), their gaps and how many reach one half, how many candidates
-there are, and the best raw BM25 score and cosine (the first candidate's own field matches and
-share of the query's references were tried beside them and emptied less at the same cost). A logistic
-regression over those readings gives P(answerable); below the cut of the first candidate's
+there are, and the best raw BM25 score and cosine (the first candidate's own field matches
+and share of the query's references were tried beside them and emptied less at the same
+cost). A logistic regression over those readings gives P(answerable); below the cut of the first candidate's
 kind (a commit of a repository's history, or any other experience) the answer is empty.
 
 Both are learned in `make train` (`train/ranker/absence.py`) on the training queries' own
@@ -18,7 +18,10 @@ ranks in the first 5 are emptied, per kind. They live in the relevance model's c
 (`models/ranker.json`, "search" → "nothing_related"); a card without them never empties an
 answer. It judges only Searches like those it learned from: at least as many candidates as
 the 1st percentile of its examples (a memory of a handful of experiences is answered as
-before), and a dense signal present (a store whose vectors are not written yet has none). A pure function of the candidates' P, features and raw scores: numpy only.
+before), and a dense signal present (a store whose vectors are not written yet has none).
+The Searcher also answers a lookup of exact identifiers the memory holds whole, whatever this
+reads (`searcher.names_what_it_holds`). A pure function of the candidates' P, features and raw
+scores: numpy only.
 """
 
 from __future__ import annotations
