@@ -47,6 +47,7 @@ from codemem.store import short_ids as ids
 from codemem.store.lance import Store
 from codemem.store.schema import DERIVED_KINDS, RESULT_COLUMNS, card_id, key_of
 from codemem.timeline import questions, turns
+from codemem.timeline.index import DialogueIndex
 from parsers import exact_terms
 
 T = TypeVar("T")
@@ -76,7 +77,7 @@ class _Found:
     signals: SessionSignals
     items: list[Candidate]
     ranking: Ranking
-    dialogue: bool  # the best sessions are conversations: the answer is turns
+    dialogue: DialogueIndex | None  # the user's conversations where its best sessions are some: the answer is turns
 
 
 class Searcher:
@@ -120,7 +121,7 @@ class Searcher:
         if found is None:
             return []
         signals, items, ranking = found.signals, found.items, found.ranking
-        if found.dialogue:  # people talking: answered turn by turn, dated
+        if found.dialogue is not None:  # people talking: answered turn by turn, dated
             reading = self._turns(req, config, found)
             return turns.decide(text, reading, req.top_k, shape.budget_tokens, answer.MAX_RESPONSE_BYTES, config.turns,
                                 quiet=config.calibration.quiet_below > 0) if reading is not None else []
@@ -160,7 +161,7 @@ class Searcher:
         config = config or self.search_config
         validate_search(req, self.settings.limits.max_image_bytes)
         found = self._found(req, config)
-        return self._turns(req, config, found) if found is not None and found.dialogue else None
+        return self._turns(req, config, found) if found is not None and found.dialogue is not None else None
 
     def _found(self, req: SearchRequest, config: SearchConfig) -> _Found | None:
         """The Search's candidates, ranked, and whether its answer is turns (None: no memory)."""
@@ -174,13 +175,15 @@ class Searcher:
         ranking = self.ranker.rank(signals, EXPLAINED)
         # A conversation is as close to the question as its closest turn: the model, which
         # never saw a conversation, does not weigh its sessions (`timeline/turns.py`).
-        dialogue = turns.is_dialogue(ranking.scores, self.indexes.dialogue.get(user_key, cards, version))
-        return _Found(user_key, version, cards, signals, items, ranking, dialogue)
+        dialogue = self.indexes.dialogue.get(user_key, cards, version)
+        return _Found(user_key, version, cards, signals, items, ranking,
+                      dialogue if turns.is_dialogue(ranking.scores, dialogue) else None)
 
     def _turns(self, req: SearchRequest, config: SearchConfig, found: _Found) -> turns.Reading | None:
+        assert found.dialogue is not None  # only a Search answered by turns reads them
         return turns.read(req.text, found.items, session_scores(found.items), max(found.signals.cosine.values(), default=0.0),
-                          self.indexes.dialogue.get(found.user_key, found.cards, found.version), self.store.by_ids,
-                          self.store.vectors, req.user_id, config.turns, asked=found.signals.asked)
+                          found.dialogue, self.store.by_ids, self.store.vectors, req.user_id, config.turns,
+                          asked=found.signals.asked)
 
     @property
     def ranker(self) -> Ranker:

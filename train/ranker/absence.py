@@ -24,6 +24,7 @@ judges only Searches with at least as many candidates as the 1st percentile of i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -101,10 +102,14 @@ def _fit(x: np.ndarray, y: np.ndarray) -> Absence:
                    float(model.intercept_[0]), {})
 
 
+def _matrix(rows: Sequence[Example]) -> tuple[np.ndarray, np.ndarray]:
+    """The examples' readings, and whether each is answerable."""
+    return np.vstack([r.x for r in rows]), np.asarray([r.case == ANSWERABLE for r in rows], dtype=int)
+
+
 def out_of_fold(rows: Sequence[Example], folds: Sequence[set[str]]) -> np.ndarray:
     """Each example's P(answerable) from a regression fitted on the other folds' examples."""
-    x = np.vstack([r.x for r in rows])
-    y = np.asarray([r.case == ANSWERABLE for r in rows], dtype=int)
+    x, y = _matrix(rows)
     out = np.full(len(rows), np.nan)
     for fold in folds:
         held = np.asarray([r.repo in fold for r in rows])
@@ -126,14 +131,12 @@ def learn(every: Sequence[Query], probabilities: Sequence[np.ndarray], absent: S
     of fold (per query kind, beside the first candidate's P alone at the same cap)."""
     rows = examples(every, probabilities, absent)
     learned = out_of_fold(rows, folds)
-    first = np.asarray([r.x[0] for r in rows])
+    first = np.asarray([r.x[READINGS.index("p1")] for r in rows])
     cuts = {kind: _cut_within(learned, rows, kind) for kind in (COMMIT, EXPERIENCE)}
     first_cuts = {kind: _cut_within(first, rows, kind) for kind in (COMMIT, EXPERIENCE)}
-    x = np.vstack([r.x for r in rows])
-    fitted = _fit(x, np.asarray([r.case == ANSWERABLE for r in rows], dtype=int))
     counts = np.round(np.expm1([r.x[READINGS.index("candidates")] for r in rows]))
     fewest = int(np.percentile(counts, MIN_CANDIDATES_PERCENTILE))
-    decision = Absence(fitted.mean, fitted.scale, fitted.coef, fitted.intercept, cuts, fewest)
+    decision = dataclasses.replace(_fit(*_matrix(rows)), cuts=cuts, min_candidates=fewest)
     judged = counts >= fewest
     figures = {
         "cost_cap": COST_CAP, "readings": list(READINGS),
