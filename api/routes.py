@@ -34,13 +34,14 @@ def _body_size(request: Request, unknown: int) -> int:
 @get("/health")
 async def health(state: State) -> HealthResponse:
     """Always open; 200 while the process serves requests, with what it runs on: the query
-    embedding path in use and how much of the store lies outside its compacted, indexed part
-    (as last read). On the event loop, with no thread, lock or store read: it answers at once
+    embedding path and the encoder in use, whether older vectors are being embedded again,
+    and how much of the store lies outside its compacted, indexed part (as last read). On the event loop, with no thread, lock or store read: it answers at once
     whatever the Adds in flight are doing."""
     memory = _memory(state)
     store = memory.store_health()
     return HealthResponse(
         status="ok", model_loaded=memory.embedder.loaded, query_embedding=memory.embedder.query_path,
+        encoder=memory.embedder.name, reembedding=memory.reembedder.running,
         fragments=store.get("fragments"), small_fragments=store.get("small_fragments"),
         unindexed_rows=store.get("unindexed_rows"), compactions=memory.compactor.runs,
     )

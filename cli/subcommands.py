@@ -79,7 +79,7 @@ def _offline_memory(settings: Settings, query: bool = False) -> Memory:
     """A Memory for one short command: no background compaction. For a `query`, the cached
     ONNX query encoder loads on a thread of its own while LanceDB is imported."""
     _refuse_foreign_owner(settings)  # before any work
-    from codemem.embedding import make_embedder
+    from codemem.encoders import make_embedder
 
     embedder = make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
     if query:

@@ -113,7 +113,7 @@ class Embedding:
     # A query's opening says what it asks; embedding costs grow with its length.
     query_max_tokens: int = 64
     # One text at a time (a query, a single card) runs through ONNX Runtime: the same vector
-    # (checked at start-up), with less per-operator overhead than torch (`onnx_encoder.py`).
+    # (checked at start-up), with less per-operator overhead than torch (`codemem/encoders/onnx_graph.py`).
     onnx_queries: bool = True
 
     def __post_init__(self) -> None:

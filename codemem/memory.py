@@ -18,7 +18,7 @@ import numpy as np
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Hit, SearchRequest
-from codemem.embedding import Embedder, make_embedder
+from codemem.encoders import Embedder, make_embedder
 from codemem.experience.types import Experience
 from codemem.ranking.relevance import Ranker, SessionSignals
 from codemem.ranking.search_config import SearchConfig
@@ -32,6 +32,7 @@ from codemem.store.maintenance import Compactor
 from codemem.store.schema import key_of
 from codemem.store.writer import GroupWriter
 from codemem.timeline import turns
+from codemem.writing.reembedder import Reembedder
 from codemem.writing.session_refresher import SessionRefresher
 from codemem.writing.session_writer import SessionWriter
 
@@ -104,6 +105,11 @@ class Memory:
     @property
     def compactor(self) -> Compactor:
         return self.writing.compactor
+
+    @property
+    def reembedder(self) -> Reembedder:
+        """The thread that embeds again the vectors another encoder wrote (started with the writer)."""
+        return self.writing.reembedder
 
     # -- Add ------------------------------------------------------------------------------
 

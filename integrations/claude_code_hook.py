@@ -35,7 +35,7 @@ from codemem.config import Settings, is_object_storage
 from codemem.git.repo_id import repo_user_id
 
 if TYPE_CHECKING:
-    from codemem.embedding import Embedder
+    from codemem.encoders import Embedder
     from codemem.importers.report import IngestReport
 
 STDIN_TIMEOUT_S = 10.0  # Claude Code writes the payload at once; a silent stdin is a mistake

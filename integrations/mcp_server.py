@@ -4,7 +4,7 @@ streamable HTTP, calling the same `Memory` as the HTTP service.
 The server answers the MCP handshake at once: the Memory (LanceDB is slow to import) and
 the query encoder are opened on a background thread, and the first tool call waits for what
 is left. A search needs only the ONNX query encoder that an earlier export cached
-(`codemem.onnx_encoder`, quick to load, no torch); the model itself (slow) is loaded at start-up
+(`codemem.encoders.onnx_graph`, quick to load, no torch); the model itself (slow) is loaded at start-up
 only when no such encoder is cached, else by the first tool call that stores something. A tool given no `user_id` uses the memory of the
 repository the server was started in (`codemem.git.repo_id`), so "this repository's memory"
 needs no configuration.
@@ -94,7 +94,7 @@ class LazyMemory:
             self._memory.close()
 
     def _open(self) -> None:
-        from codemem.embedding import make_embedder
+        from codemem.encoders import make_embedder
 
         settings = self.settings
         embedder = make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)

@@ -10,7 +10,7 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from codemem.config import Settings
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from tests.shared_data import SWE_LITE_TAR, require
 

@@ -157,7 +157,7 @@ def test_the_store_knows_nothing_above_it() -> None:
     """`codemem.store` keeps rows (and reads them back for people: inventory, short ids);
     what builds, ranks, imports or schedules them sits above it."""
     above = ("codemem.memory", "codemem.experience", "codemem.git",
-             "codemem.importers", "codemem.writing", "codemem.embedding", "codemem.memoryarena")
+             "codemem.importers", "codemem.writing", "codemem.encoders", "codemem.memoryarena")
     assert not _reaches("codemem.store", above)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MINILM_NAME, MiniLMEmbedder
+from codemem.encoders import MINILM_NAME, MiniLMEmbedder
 from codemem.experience.types import Experience
 from codemem.git.cards import commit_to_experience
 from codemem.git.log import commit_count, iter_changes, mainline_shas

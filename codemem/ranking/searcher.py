@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from codemem.config import Settings
 from codemem.contract.types import Hit, SearchRequest
 from codemem.contract.validation import validate_search
-from codemem.embedding import Embedder
+from codemem.encoders import Embedder
 from codemem.errors import InvalidInput, NotFound
 from codemem.experience.types import CONVERSATION
 from codemem.ranking import answer

@@ -27,6 +27,17 @@ def kinds_filter(kinds: Iterable[str]) -> str:
     return f"kind = {listed}" if len(names) == 1 else f"kind IN ({listed})"
 
 
+def encoder_name(name: str) -> str:
+    """An encoder's name (`Embedder.name`), checked before it enters an expression: letters,
+    digits and ``/._@+:-``."""
+    if not name or not name.translate(_NAME_PUNCTUATION).isalnum() or not name.isascii():
+        raise ValueError(f"not an encoder name: {name!r}")
+    return name
+
+
+_NAME_PUNCTUATION = str.maketrans("", "", "/._@+:-")
+
+
 def id_prefix(prefix: str) -> str:
     """An id prefix, checked before it enters a LIKE pattern: letters, digits and ``:-_./``.
     A ``_`` there matches any one character, so callers keep only the rows that start with

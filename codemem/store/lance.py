@@ -31,7 +31,14 @@ from lancedb.query import AsyncQuery, AsyncQueryBase  # noqa: E402
 from codemem.errors import StoreMismatch
 from codemem.ranking.types import Candidate
 from codemem.store.claims import RequestClaims
-from codemem.store.filters import id_list, id_prefix, kind_name, kinds_filter, user_scope
+from codemem.store.filters import (
+    encoder_name,
+    id_list,
+    id_prefix,
+    kind_name,
+    kinds_filter,
+    user_scope,
+)
 from codemem.store.locks import Locks
 from codemem.store.presence import UserPresence
 from codemem.store.schema import (
@@ -39,7 +46,9 @@ from codemem.store.schema import (
     ITEMS_TABLE,
     META_DIM,
     META_MODEL,
+    META_SCHEMA,
     RESULT_COLUMNS,
+    SCHEMA_VERSION,
     Row,
     items_schema,
     rows_to_table,
@@ -61,7 +70,11 @@ class Store:
     """Opens (or creates) the items table under `uri` and answers the queries the core needs."""
 
     def __init__(self, uri: str, model: str, dim: int, cache_mb: tuple[int, int] | None = None) -> None:
-        """Every read sees every commit that landed before it, this process's or another's
+        """`model` names the encoder whose vectors this store writes and reads (`Embedder.name`):
+        rows record the encoder that wrote their vector, and vectors of any other are read as
+        none (`current_vectors`) until they are re-embedded (`codemem/writing/reembedder.py`).
+
+        Every read sees every commit that landed before it, this process's or another's
         (a second worker, a CLI import beside the server, the Claude Code hook).
 
         LanceDB can check for a newer version at every read (`read_consistency_interval`
@@ -84,6 +97,10 @@ class Store:
             index_cache_size_bytes=cache_mb[0] << 20, metadata_cache_size_bytes=cache_mb[1] << 20)
         self.db = lancedb.connect(uri, read_consistency_interval=interval, session=self.cache)
         self.schema = items_schema(model, dim)
+        self.encoder = encoder_name(model)
+        # What selects the rows whose vector this store's encoder wrote: the only ones a
+        # vector search or a vector read ever sees.
+        self.current_vectors = f"has_vector AND encoder = '{self.encoder}'"
         self._index_lock = threading.Lock()
         self.claims = RequestClaims(uri) if uri.startswith("s3://") else None
         # Held by whoever commits (the writer, the compactor when it must), in every process.
@@ -97,12 +114,14 @@ class Store:
         if ITEMS_TABLE in self.db.list_tables().tables:
             table = self.db.open_table(ITEMS_TABLE)
             meta = table.schema.metadata or {}
-            found = (meta.get(META_MODEL, b"?").decode(), meta.get(META_DIM, b"?").decode())
-            if found != (model, str(dim)):
+            found = meta.get(META_DIM, b"?").decode()
+            if found != str(dim):
                 raise StoreMismatch(
-                    f"this data directory holds vectors of {found[0]} ({found[1]} dims); "
+                    f"this data directory holds vectors of {meta.get(META_MODEL, b'?').decode()} ({found} dims); "
                     f"the configured embedder is {model} ({dim} dims). Use another --data-dir."
                 )
+            if "encoder" not in table.schema.names:
+                self._name_the_encoder(table, meta.get(META_MODEL, b"").decode())
         else:
             try:
                 table = self.db.create_table(ITEMS_TABLE, schema=self.schema)
@@ -111,6 +130,22 @@ class Store:
                 table = self.db.open_table(ITEMS_TABLE)
         self._ensure_indexes(table)
         return table
+
+    def _name_the_encoder(self, table: lancedb.table.Table, model: str) -> None:
+        """Bring a table of schema version 1 (one model, named in its metadata) to version 2:
+        every row records the model in `encoder`. A name that cannot enter an expression is
+        recorded as none, and its vectors are re-embedded like any other encoder's."""
+        try:
+            named = encoder_name(model)
+        except ValueError:
+            named = ""
+        with contextlib.suppress(ValueError):  # another process added it first
+            table.add_columns({"encoder": f"'{named}'"})
+            metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+            table.to_lance().update_schema_metadata({**metadata, META_SCHEMA.decode(): SCHEMA_VERSION}, replace=True)
+            table.checkout_latest()
+            self.locks.count_commit()
+            log.info("store %s: its vectors now name their encoder (%s)", self.db.uri, named or "unknown")
 
     def _ensure_indexes(self, table: lancedb.table.Table) -> None:
         with self._index_lock:
@@ -124,7 +159,7 @@ class Store:
                 table.create_index("refs", config=refs, name="refs_idx")
             # Scalar indexes keep the pre-filters (user, session, kind) and id lookups from
             # scanning the table; rows added since the last compaction are scanned as usual.
-            for column, config in (("user_key", Bitmap()), ("kind", Bitmap()), ("has_vector", Bitmap()),
+            for column, config in (("user_key", Bitmap()), ("kind", Bitmap()), ("has_vector", Bitmap()), ("encoder", Bitmap()),
                                    ("session_key", BTree()), ("id", BTree()), ("request_key", BTree())):
                 if f"{column}_idx" not in names:
                     table.create_index(column, config=config, name=f"{column}_idx")
@@ -182,7 +217,7 @@ class Store:
     def append(self, rows: list[Row]) -> None:
         """One atomic commit: all rows become visible together, or none do."""
         if rows:
-            self._commit(lambda: self.table.add(rows_to_table(rows, self.schema)))
+            self._commit(lambda: self.table.add(rows_to_table(rows, self.schema, self.encoder)))
 
     def upsert(self, rows: list[Row]) -> None:
         """One atomic commit: rows whose id exists are replaced, the others inserted.
@@ -194,7 +229,16 @@ class Store:
                 self.table.merge_insert("id")
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
-                .execute(rows_to_table(rows, self.schema))
+                .execute(rows_to_table(rows, self.schema, self.encoder))
+            ))
+
+    def revector(self, rows: list[Row]) -> None:
+        """One atomic commit: rows whose id still exists are replaced (their vectors written
+        by this store's encoder); rows deleted meanwhile stay deleted."""
+        if rows:
+            self._commit(lambda: (
+                self.table.merge_insert("id").when_matched_update_all()
+                .execute(rows_to_table(rows, self.schema, self.encoder))
             ))
 
     def delete_ids(self, ids: list[str]) -> None:
@@ -232,7 +276,33 @@ class Store:
         return bool(self._run(self._query().where(where).select(["id"]).limit(1)))
 
     def rows(self, where: str, columns: Iterable[str] = RESULT_COLUMNS, limit: int = 1_000_000) -> list[dict[str, Any]]:
-        return self._run(self._query().where(where).select(list(columns)).limit(limit))
+        """The rows `where` selects. A row's `vector`, where asked for, is None unless this
+        store's encoder wrote it: no caller can reuse or compare another encoder's vector."""
+        columns = list(columns)
+        if "vector" not in columns:
+            return self._run(self._query().where(where).select(columns).limit(limit))
+        rows = self._run(self._query().where(where).select([*columns, "has_vector", "encoder"]).limit(limit))
+        for r in rows:
+            current = r["has_vector"] and r["encoder"] == self.encoder
+            if not current:
+                r["vector"] = None
+            for name in ("has_vector", "encoder"):
+                if name not in columns:
+                    del r[name]
+        return rows
+
+    def other_vectors(self, limit: int, ids: list[str] | None = None) -> list[dict[str, Any]]:
+        """At most `limit` rows (of those `ids` names, where given) whose vector another
+        encoder wrote, to be embedded again: every column but the vector."""
+        where = f"has_vector AND encoder != '{self.encoder}'"
+        if ids is not None:
+            where += f" AND id IN ({id_list(ids) or repr('')})"
+        columns = [name for name in self.schema.names if name not in ("vector", "has_vector", "encoder")]
+        return self.rows(where, columns, limit)
+
+    def other_vector_count(self) -> int:
+        """How many rows hold a vector of another encoder."""
+        return self.count(f"has_vector AND encoder != '{self.encoder}'")
 
     def _query(self) -> AsyncQuery:
         """A query on this store's own table handle (so it sees every write this process
@@ -341,7 +411,7 @@ class Store:
         if not (quoted := id_list(ids)):
             return {}
         return {str(r["id"]): np.asarray(r["vector"], dtype=np.float32)
-                for r in self.rows(f"id IN ({quoted}) AND has_vector", ["id", "vector"])}
+                for r in self.rows(f"id IN ({quoted}) AND {self.current_vectors}", ["id", "vector"])}
 
     def fts(self, text: str, user_key: str, limit: int, column: str = "text") -> list[Candidate]:
         """BM25 over `column` ("text", or "refs" for code-reference keys) of one user's items."""
@@ -358,7 +428,7 @@ class Store:
         """One user's items with a vector, nearest (cosine) first."""
         def fetch(n: int) -> list[dict[str, Any]]:
             query = (self._query().nearest_to(vector).column("vector").distance_type("cosine")
-                     .where(f"({user_scope(user_key)}) AND has_vector"))  # a prefilter
+                     .where(f"({user_scope(user_key)}) AND {self.current_vectors}"))  # a prefilter
             return self._run(query.select([*CANDIDATE_COLUMNS, "_distance"]).limit(n))
 
         hits = stable_top(fetch, limit, "_distance", higher_is_better=False)

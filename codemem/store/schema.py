@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 ITEMS_TABLE = "items"
-SCHEMA_VERSION = "1"
-META_MODEL = b"codemem.embedding_model"
+# 2: each row names the encoder that wrote its vector (`encoder`); 1 named one, in META_MODEL.
+SCHEMA_VERSION = "2"
+META_MODEL = b"codemem.embedding_model"  # the encoder the table was created with
 META_DIM = b"codemem.embedding_dim"
 META_SCHEMA = b"codemem.schema_version"
 
@@ -68,6 +69,9 @@ def items_schema(model: str, dim: int) -> pa.Schema:
             pa.field("timestamp", pa.int64(), nullable=True),
             pa.field("has_vector", pa.bool_(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            # The encoder that wrote `vector` (`Embedder.name`), read only where `has_vector`:
+            # a vector is compared only with vectors of the same encoder.
+            pa.field("encoder", pa.string(), nullable=False),
         ],
         metadata={META_MODEL: model.encode(), META_DIM: str(dim).encode(), META_SCHEMA: SCHEMA_VERSION.encode()},
     )
@@ -92,11 +96,14 @@ RESULT_COLUMNS = [
 ]
 
 
-def rows_to_table(rows: list[Row], schema: pa.Schema) -> pa.Table:
+def rows_to_table(rows: list[Row], schema: pa.Schema, encoder: str) -> pa.Table:
+    """The rows as a table of `schema`, their vectors written by `encoder`."""
     dim = schema.field("vector").type.list_size
     arrays = []
     for field in schema:
-        if field.name == "has_vector":
+        if field.name == "encoder":
+            arrays.append(pa.array([encoder if r.vector is not None else "" for r in rows], pa.string()))
+        elif field.name == "has_vector":
             arrays.append(pa.array([r.vector is not None for r in rows], pa.bool_()))
         elif field.name == "vector":
             flat = np.concatenate([_vector(r.vector, dim) for r in rows]) if rows else np.zeros(0, np.float32)

@@ -33,7 +33,14 @@ class Upsert(msgspec.Struct):
     stale_ids: list[str] = []
 
 
-WriteOp = Append | Upsert
+class Revector(msgspec.Struct):
+    """Replace `rows` by id where they still exist: vectors embedded again by this store's
+    encoder (`codemem/writing/reembedder.py`), never a row brought back."""
+
+    rows: list[Row]
+
+
+WriteOp = Append | Upsert | Revector
 
 
 class GroupWriter:
@@ -91,7 +98,8 @@ class GroupWriter:
                 return
 
     def _commit(self, batch: list[tuple[WriteOp, Future[None]]]) -> None:
-        """Appends in one `add`, upserts in one merge, then the stale ids in one delete.
+        """Appends in one `add`, upserts in one merge, then the stale ids in one delete, and
+        vectors embedded again in one merge.
 
         Ids are unique across sessions, and Memory serialises the Adds of one session, so
         joining the ops of a batch changes nothing but the number of commits."""
@@ -105,6 +113,9 @@ class GroupWriter:
             stale = [i for op, _ in upserts for i in op.stale_ids]
             if self._settle(upserts, lambda: self.store.upsert(rows), resolve=not stale) and stale:
                 self._settle(upserts, lambda: self.store.delete_ids(stale), resolve=True)
+        if revectors := [(op, fut) for op, fut in batch if isinstance(op, Revector)]:
+            rows = [r for op, _ in revectors for r in op.rows]
+            self._settle(revectors, lambda: self.store.revector(rows), resolve=True)
 
     def _settle(self, group: Sequence[tuple[WriteOp, Future[None]]], action: Callable[[], None], resolve: bool) -> bool:
         """Run one commit for `group`; on failure each caller gets the error. With `resolve`,

@@ -19,7 +19,7 @@ import numpy as np
 
 from codemem import times
 from codemem.contract.types import Message
-from codemem.embedding import Embedder
+from codemem.encoders import Embedder
 from codemem.experience.types import CONVERSATION, Experience
 from codemem.store.schema import Row, card_id, key_of
 from parsers import exact_terms
@@ -174,7 +174,9 @@ def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], e
            computed: dict[str, np.ndarray]) -> None:
     """Set each row's vector to the embedding of its text in `texts`, reusing stored vectors
     wherever the model's input is unchanged (the fingerprint is kept in `metadata.vec`)."""
-    known = {_vec_key(r): np.asarray(r["vector"], dtype=np.float32) for r in stored} | computed
+    # A stored row read back with no vector (none written, or another encoder's) offers none.
+    known = {_vec_key(r): np.asarray(r["vector"], dtype=np.float32) for r in stored if r.get("vector") is not None}
+    known |= computed
     keys = embedder.fingerprints(texts, max_tokens)
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
     vectors = embedder.embed(list(missing.values()), max_tokens)

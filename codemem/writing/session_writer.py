@@ -22,7 +22,7 @@ from codemem import heap
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, AddResult, Message
 from codemem.contract.validation import validate_add
-from codemem.embedding import Embedder
+from codemem.encoders import Embedder
 from codemem.errors import Conflict, InvalidInput
 from codemem.experience.types import Experience
 from codemem.ranking.user_indexes import UserIndexes
@@ -32,6 +32,7 @@ from codemem.store.schema import Row, key_of
 from codemem.store.writer import Append, GroupWriter, Upsert
 from codemem.writing import derived_rows, session_state
 from codemem.writing.add_leader import AddLeader
+from codemem.writing.reembedder import Reembedder
 from codemem.writing.session_refresher import SessionRefresher
 from parsers import exact_terms
 
@@ -56,14 +57,16 @@ class SessionWriter:
         self._histories = session_state.MessageCache(caches.session_mb << 20, caches.session_s)
         self._states = session_state.StateCache(store.locks, max_idle_s=caches.session_s)
         self._heap = heap.Releaser()
+        self.reembedder = Reembedder(store, embedder, settings.embedding.max_tokens,
+                                     write=lambda op: self.writer.write(op), writing=self._states.writing)
         # Server workers sharing a local data directory: one of them runs every Add.
         lock_dir = store.locks.root
         self._leader = AddLeader(lock_dir, self._add_here) if settings.server.workers > 1 and lock_dir else None
 
     @property
     def writer(self) -> GroupWriter:
-        """The group-commit writer; the first use starts it, and the compactor that follows
-        its commits."""
+        """The group-commit writer; the first use starts it, the compactor that follows its
+        commits, and the re-embedder where the store holds vectors of another encoder."""
         if self._writer is None:
             with self._starting:
                 if self._writer is None:
@@ -71,6 +74,7 @@ class SessionWriter:
                         raise RuntimeError("the store is closed")
                     self.compactor.start()
                     self._writer = GroupWriter(self.store, self.settings.writes.batch_rows)
+                    self.reembedder.start()  # where another encoder wrote vectors
         return self._writer
 
     @property
@@ -108,6 +112,7 @@ class SessionWriter:
             self._leader.close()  # the other workers' Adds are run by them from now on
         if self._refresher is not None:
             self._refresher.close()  # deferred rebuilds are written before the writer stops
+        self.reembedder.stop()
         with self._starting:
             self._closed = True
         if self._writer is not None:

@@ -105,7 +105,7 @@ def measure(srv: Server, queries: list[str], searches: int) -> dict[str, Any]:
 
 def offline_compact(data_dir: str) -> dict[str, Any]:
     """What the compactor does (`Store.optimize`), on the stopped server's data dir."""
-    from codemem.embedding import MINILM_DIM, MINILM_NAME
+    from codemem.encoders import MINILM_DIM, MINILM_NAME
     from codemem.store.lance import Store
     from codemem.store.maintenance import KEEP_VERSIONS_FOR
 

@@ -70,7 +70,7 @@ class Killer:
 
 def stored_requests(data_dir: str) -> Counter[str]:
     """How many message rows each request_key has in the data directory, opened afresh."""
-    from codemem.embedding import MINILM_DIM, MINILM_NAME
+    from codemem.encoders import MINILM_DIM, MINILM_NAME
     from codemem.store.lance import Store
 
     store = Store(data_dir, MINILM_NAME, MINILM_DIM)

@@ -174,7 +174,7 @@ class QueryEmbedTimer:
 
     def __init__(self, server_env: dict[str, str] | None = None) -> None:
         from codemem.config import Settings
-        from codemem.embedding import MiniLMEmbedder
+        from codemem.encoders import MiniLMEmbedder
 
         # The server's settings: its defaults plus the CODEMEM_* values it was given.
         self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from codemem.config import Embedding
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.timeline.decisions import packaged
 from eval._paths import RESULTS
 from eval._provenance import provenance, write_result

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codemem.embedding import MiniLMEmbedder, query_encoder_path
+from codemem.encoders import MiniLMEmbedder, query_encoder_path
 from tests.server import Server
 
 ADDERS, SEARCHERS, USERS = 4, 16, 4

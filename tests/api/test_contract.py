@@ -261,7 +261,7 @@ def test_health_answers_while_the_store_cannot_be_read(client: TestClient, memor
 
 
 def test_health_names_torch_when_the_onnx_export_is_unavailable(client: TestClient, memory: Memory, monkeypatch) -> None:
-    from codemem import embedding
+    from codemem.encoders import minilm as embedding
 
     memory.embedder.load()  # the torch model, which an Add would have loaded (tests run in any order)
     monkeypatch.setitem(embedding._ONNX, embedding.MINILM_NAME, None)  # as after a failed export

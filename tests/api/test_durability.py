@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codemem.embedding import MINILM_DIM, MINILM_NAME
+from codemem.encoders import MINILM_DIM, MINILM_NAME
 from codemem.store.filters import user_scope
 from codemem.store.lance import Store
 from codemem.store.schema import key_of

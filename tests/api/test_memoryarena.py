@@ -10,7 +10,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.memoryarena import MemoryArenaSettings, memory_line, wrap_prompt
 from codemem.config import Settings
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.memoryarena import Recalled
 from tests.conftest import make_client

@@ -13,7 +13,7 @@ import pytest
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.ranking.absence import COMMIT, EXPERIENCE, READINGS, Absence, kind_of, reading
 from codemem.ranking.features import FEATURES

@@ -13,7 +13,7 @@ from cli import subcommands
 from cli.main import build_parser, main, parse_age
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from tests import coding_memory
 

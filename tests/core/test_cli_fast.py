@@ -20,7 +20,7 @@ from cli import local_server
 from cli.main import main
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MiniLMEmbedder, query_encoder_path
+from codemem.encoders import MiniLMEmbedder, query_encoder_path
 from codemem.memory import Memory
 from tests.server import Server
 
@@ -133,8 +133,8 @@ def test_cold_search_loads_the_cached_encoder_and_no_torch(tmp_path: Path, embed
 
 
 def test_the_cached_encoder_gives_the_exported_vectors(embedder: MiniLMEmbedder) -> None:
-    from codemem.embedding import _model_dir
-    from codemem.onnx_encoder import OnnxEncoder
+    from codemem.encoders.minilm import _model_dir
+    from codemem.encoders.onnx_graph import OnnxEncoder
 
     cached = OnnxEncoder.load(query_encoder_path(), _model_dir() / "tokenizer.json", threads=1)
     assert cached is not None

@@ -18,7 +18,7 @@ import msgspec
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, SearchRequest
-from codemem.embedding import MiniLMEmbedder, query_encoder_path
+from codemem.encoders import MiniLMEmbedder, query_encoder_path
 from codemem.memory import Memory
 from codemem.store.schema import key_of
 from tests.conftest import add_body
@@ -34,7 +34,7 @@ def test_fingerprints_match_torch_and_need_no_torch(embedder: MiniLMEmbedder) ->
     torch_keys = {n: MiniLMEmbedder(onnx_queries=False).fingerprints(TEXTS, n) for n in (16, 256)}
     script = (
         "import json, sys\n"
-        "from codemem.embedding import MiniLMEmbedder\n"
+        "from codemem.encoders import MiniLMEmbedder\n"
         f"e = MiniLMEmbedder(); keys = {{n: e.fingerprints({TEXTS!r}, n) for n in (16, 256)}}\n"
         "print(json.dumps({'torch': 'torch' in sys.modules, 'keys': keys}))\n"
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MiniLMEmbedder, query_encoder_path
+from codemem.encoders import MiniLMEmbedder, query_encoder_path
 from codemem.memory import Memory
 
 ROOT = Path(__file__).resolve().parents[2]

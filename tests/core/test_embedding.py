@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codemem import embedding
-from codemem.embedding import MINILM_NAME, MiniLMEmbedder
+from codemem.encoders import MINILM_NAME, MiniLMEmbedder
+from codemem.encoders import minilm as embedding
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [
@@ -35,7 +35,7 @@ def test_one_text_vectors_equal_torch_and_come_from_onnx(embedder: MiniLMEmbedde
 def test_batches_run_on_onnx_padded_and_in_order(embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     """Texts of unlike lengths padded into one batch (and split over several) keep their own
     vectors, in the order given, from the exported graph and from the cached one."""
-    from codemem.onnx_encoder import OnnxEncoder
+    from codemem.encoders.onnx_graph import OnnxEncoder
 
     torch_only = MiniLMEmbedder(onnx_queries=False)
     texts = [*TEXTS, "x", "fix the panic in the printer " * 5, ""]
@@ -56,7 +56,7 @@ def test_batches_run_on_onnx_padded_and_in_order(embedder: MiniLMEmbedder, monke
 
 WARM = """
 import sys
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 e = MiniLMEmbedder()
 e.warm()
 print(e.loaded, e.query_path, "torch" in sys.modules)

@@ -13,7 +13,7 @@ import pytest
 from cli.main import main
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, SearchRequest
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.importers.claude_code import load_claude_code_jsonl
 from codemem.importers.git import ingest_git
 from codemem.importers.transcripts import ingest_transcripts, transcript_requests

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 
 WRITING = ("codemem-writer", "codemem-compactor", "codemem-refresher")

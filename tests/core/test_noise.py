@@ -8,7 +8,7 @@ import pytest
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.memoryarena import TextMemories
 from codemem.ranking.assemble import group_by_session

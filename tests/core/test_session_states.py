@@ -12,7 +12,7 @@ import pytest
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.store.locks import Locks
 from codemem.store.schema import key_of

@@ -14,7 +14,7 @@ import pytest
 
 from codemem.config import Embedding
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.ranking.answer import MAX_RESPONSE_BYTES
 from codemem.timeline import turns

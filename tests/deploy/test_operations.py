@@ -21,7 +21,7 @@ import pytest
 from cli.subcommands import SERVICE_DATA_DIR
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from eval._caddy import caddy_binary
 from tests.server import free_port

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from codemem.config import Settings
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from eval._caddy import caddy_binary, running_caddy
 from tests.conftest import add_body

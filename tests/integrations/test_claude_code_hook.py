@@ -15,7 +15,7 @@ import git
 import pytest
 
 from codemem.config import Settings
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.importers.claude_code import load_claude_code_jsonl
 from codemem.memory import Memory
 from codemem.store.schema import key_of

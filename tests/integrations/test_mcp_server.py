@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, TextContent
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from tests.server import free_port
 

@@ -22,7 +22,7 @@ import git
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from tests.integrations.test_mcp_server import _history
 
 ROOT = Path(__file__).resolve().parents[2]

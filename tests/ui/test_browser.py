@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from eval.replay.data import Trajectory, iter_trajectories
 from tests.conftest import needs_swe_lite

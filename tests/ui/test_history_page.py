@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.git.repo_id import repo_user_id
 from codemem.importers.git import ingest_git
 from codemem.memory import Memory

@@ -44,7 +44,7 @@ from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
 from codemem.config import Embedding
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.timeline.decisions import MODEL, DecisionReader
 from codemem.timeline.linear_text import LinearText
 from train.data import refuse_evaluation_data

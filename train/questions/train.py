@@ -40,7 +40,7 @@ from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold
 
 from codemem.config import Embedding
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.timeline.linear_text import LinearText
 from codemem.timeline.questions import CLASSES, MODEL, QuestionReader
 from train.data import refuse_evaluation_data

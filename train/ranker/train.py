@@ -62,7 +62,7 @@ import lightgbm as lgb
 import numpy as np
 
 from codemem.config import Embedding, Settings
-from codemem.embedding import MiniLMEmbedder
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.ranking.features import CANDIDATE_DEPTH, candidate_features, candidates
 from codemem.ranking.fields import CardFields, field_matches

@@ -102,6 +102,18 @@ def render_conversation(task: str, messages: int, first_ms: int | None, last_ms:
     return (head + _clip(task, max(max_chars - len(head), 200)))[:max_chars]
 
 
+def task_of(card_text: str) -> str:
+    """The task a card rendered by `render_card` or `render_conversation` shows ("" where it
+    shows none): the task itself where it fit the card's task section (1,200 characters),
+    else its head. What a card's vector is embedded again from once the task is not at
+    hand (`codemem/writing/reembedder.py`)."""
+    if card_text.startswith("## Task\n"):
+        return card_text[len("## Task\n"):].split("\n\n## Outcome\n", 1)[0].strip()
+    if card_text.startswith("## Conversation\n") and "\n\n## Opening\n" in card_text:
+        return card_text.split("\n\n## Opening\n", 1)[1].strip()
+    return ""
+
+
 _HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 # A harness's metadata line in a task ("instance_id: django__django-16910", "repo: x/y"):
 # a key and one token, which says nothing of what the task was.

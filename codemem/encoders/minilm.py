@@ -1,8 +1,5 @@
-"""Text embedders. The default is the offline packaged all-MiniLM-L6-v2 model.
-
-sentence-transformers takes seconds to import, so it is imported on first use, never at
-module import: start-up paths that do not embed (the CLI's help, `purge`) stay fast.
-"""
+"""all-MiniLM-L6-v2, the offline packaged model, with its ONNX form for queries and batches
+(`onnx_graph.py`); sentence-transformers is imported on first use."""
 
 from __future__ import annotations
 
@@ -11,53 +8,17 @@ import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from codemem.onnx_encoder import OnnxEncoder
+    from codemem.encoders.onnx_graph import OnnxEncoder
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIM = 384
-
-
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    @property
-    def loaded(self) -> bool: ...
-
-    @property
-    def query_path(self) -> str:
-        """What embeds a query now: "onnx", "torch", or "loading" before the model is in."""
-        ...
-
-    def load(self) -> object: ...
-
-    def warm(self) -> None:
-        """Load everything a long-lived process wants ready before its first request."""
-        ...
-
-    def ready(self) -> bool:
-        """Whether texts can be embedded now, without waiting for the model to load."""
-        ...
-
-    def warm_queries(self) -> bool:
-        """Make queries fast without loading the model where that can be had (a cached query
-        encoder); whether it could."""
-        ...
-
-    def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
-        """Unit-normalised float32 vectors, one row per text, reading at most max_tokens each."""
-        ...
-
-    def fingerprints(self, texts: list[str], max_tokens: int) -> list[str]:
-        """Keys equal exactly when the model would read the same input, so vectors can be reused."""
-        ...
 
 
 _LOAD_LOCK = threading.Lock()
@@ -122,7 +83,7 @@ class MiniLMEmbedder:
         return _load_minilm(self.threads)
 
     def warm(self) -> None:
-        """For a server, its ONNX encoder (codemem/onnx_encoder.py): the cached one when it
+        """For a server, its ONNX encoder (`onnx_graph.py`): the cached one when it
         gives the probe vector torch gave when it was exported, with no torch loaded at all;
         else the model, and the encoder checked against it, or exported and cached.
         Until it is ready, and where it cannot be had, queries run on torch."""
@@ -131,7 +92,7 @@ class MiniLMEmbedder:
         self.load()
         if not self.onnx_queries:
             return
-        from codemem.onnx_encoder import OnnxEncoder
+        from codemem.encoders.onnx_graph import OnnxEncoder
 
         def reference(text: str, n: int) -> np.ndarray:
             return self._torch_embed([text], n)[0]
@@ -197,7 +158,7 @@ class MiniLMEmbedder:
         return _ONNX.get(MINILM_NAME)
 
     def _cached_encoder(self) -> OnnxEncoder | None:
-        from codemem.onnx_encoder import OnnxEncoder
+        from codemem.encoders.onnx_graph import OnnxEncoder
 
         return OnnxEncoder.load(query_encoder_path(), _model_dir() / "tokenizer.json", self.threads)
 
@@ -277,12 +238,3 @@ def _prefix_for_tokenizer(text: str, max_tokens: int) -> str:
 
 def _fingerprint(token_ids: list[int]) -> str:
     return hashlib.blake2b(np.asarray(token_ids, dtype=np.int32).tobytes(), digest_size=16).hexdigest()
-
-
-def make_embedder(name: str, threads: int = 1, onnx_queries: bool = True) -> Embedder:
-    """The embedder named by the `embedder` setting."""
-    choices = {"minilm": MiniLMEmbedder}
-    try:
-        return choices[name](threads=threads, onnx_queries=onnx_queries)
-    except KeyError:
-        raise ValueError(f"unknown embedder {name!r}; choose one of {sorted(choices)}") from None

@@ -1,0 +1,128 @@
+"""Vectors that know their encoder: a store written before they did opens and answers as it
+did, a store written by another encoder is embedded again in the background while Searches
+answer, and two encoders' vectors never meet in one ranking."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codemem.config import Settings
+from codemem.contract.types import AddRequest, Message, SearchRequest
+from codemem.encoders import MiniLMEmbedder
+from codemem.errors import StoreMismatch
+from codemem.memory import Memory
+from codemem.store.lance import Store
+from codemem.store.schema import META_SCHEMA, SCHEMA_VERSION, Row, key_of
+from codemem.writing.reembedder import vector_input
+from tests import coding_memory
+
+WRITTEN_BEFORE = Path(__file__).resolve().parents[1] / "fixtures" / "store-v1"
+CARDS = 13  # the fixture's sessions (README there)
+
+
+class Reversed(MiniLMEmbedder):
+    """Another encoder of the same dimensions: MiniLM's components in reverse order, a vector
+    space in which MiniLM's vectors mean nothing."""
+
+    name = "codemem-tests/reversed-minilm@1"
+
+    def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
+        return np.ascontiguousarray(super().embed(texts, max_tokens)[:, ::-1])
+
+
+@pytest.fixture
+def written_before(tmp_path: Path) -> Settings:
+    """Settings over a copy of the store written at 8dbc363."""
+    data = tmp_path / "data"
+    shutil.copytree(WRITTEN_BEFORE, data)
+    return Settings().replace({"storage.data_dir": str(data), "maintenance.interval_s": 0})
+
+
+def _first_session(memory: Memory, text: str) -> str | None:
+    hits = memory.search(SearchRequest(user_id="dev", query=text, top_k=5))
+    return hits[0].session_id if hits else None
+
+
+def test_a_store_written_before_opens_with_its_vectors_named_and_answers_as_it_did(
+        written_before: Settings, embedder: MiniLMEmbedder) -> None:
+    with Memory(written_before, embedder=embedder) as memory:
+        store = memory.store
+        assert "encoder" in store.table.schema.names
+        assert store.table.schema.metadata[META_SCHEMA] == SCHEMA_VERSION.encode()
+        assert store.count(store.current_vectors) == CARDS and store.other_vector_count() == 0
+        memory.start()
+        assert not memory.reembedder.running  # nothing to embed again
+        query, session = coding_memory.RELATED
+        assert _first_session(memory, query) == session
+        # New rows are written beside the old ones with their encoder named.
+        memory.add(AddRequest("new-1", "dev", "s-new", [Message("user", "Flaky test in tests/test_retry.py"),
+                                                         Message("assistant", "Seeded the random backoff")]))
+        assert store.count(store.current_vectors) == CARDS + 1
+    with Memory(written_before, embedder=embedder) as again:  # and opens again unchanged
+        assert again.store.count(again.store.current_vectors) == CARDS + 1
+
+
+def test_a_store_of_another_encoder_is_embedded_again_while_searches_answer(
+        written_before: Settings, embedder: MiniLMEmbedder) -> None:
+    other = Reversed()
+    query, session = coding_memory.RELATED
+    with Memory(written_before, embedder=other) as memory:
+        store = memory.store
+        assert store.count(store.current_vectors) == 0 and store.other_vector_count() == CARDS
+        user = key_of("dev")
+        probe = other.embed([query], 64)[0]
+        assert store.nearest(probe, user, 20) == []  # MiniLM's vectors are not compared with the other's
+        assert _first_session(memory, query) == session  # found by its words meanwhile
+
+        memory.reembedder.batch, memory.reembedder.pause_s = 2, 0.2
+        memory.start()
+        assert memory.reembedder.running
+        answered = 0
+        deadline = time.monotonic() + 120
+        while memory.reembedder.running and time.monotonic() < deadline:
+            answered += _first_session(memory, query) == session
+        assert not memory.reembedder.running and answered > 0
+        assert store.other_vector_count() == 0 and store.count(store.current_vectors) == CARDS
+        assert memory.reembedder.embedded == CARDS
+
+        cards = store.rows("kind = 'card'", ["id", "kind", "text", "vector"])
+        expected = other.embed([vector_input(r) for r in cards], written_before.embedding.max_tokens)
+        assert np.allclose(np.stack([r["vector"] for r in cards]), expected, atol=1e-5)
+        assert {c.fields["session_key"] for c in store.nearest(probe, user, 1)} == {key_of("dev", session)}
+        assert _first_session(memory, query) == session
+
+
+def test_two_encoders_vectors_never_meet_in_one_ranking(written_before: Settings, embedder: MiniLMEmbedder) -> None:
+    other = Reversed()
+    with Memory(written_before, embedder=other) as memory:
+        memory.reembedder.batch = 5
+        assert memory.reembedder.run_once() == 5  # five cards embedded again, eight left as they were
+        new = Store(written_before.storage.data_dir, other.name, other.dim)
+        old = Store(written_before.storage.data_dir, embedder.name, embedder.dim)
+        user = key_of("dev")
+        probe = embedder.embed([coding_memory.RELATED[0]], 64)[0]
+        found_new = {c.id for c in new.nearest(probe[::-1].copy(), user, 50)}
+        found_old = {c.id for c in old.nearest(probe, user, 50)}
+        assert len(found_new) == 5 and len(found_old) == CARDS - 5 and not found_new & found_old
+        # A vector read back is the reader's encoder's, or none.
+        assert sum(r["vector"] is not None for r in old.rows("kind = 'card'", ["id", "vector"])) == CARDS - 5
+
+
+def test_a_row_deleted_while_it_was_embedded_again_stays_deleted(written_before: Settings) -> None:
+    other = Reversed()
+    store = Store(written_before.storage.data_dir, other.name, other.dim)
+    row = store.other_vectors(1)[0]
+    store.delete_ids([row["id"]])
+    store.revector([Row(**row, vector=other.embed([vector_input(row)], 16)[0])])
+    assert store.count(f"id = '{row['id']}'") == 0
+    assert store.other_vector_count() == CARDS - 1
+
+
+def test_a_store_of_other_dimensions_is_refused_with_what_it_holds(written_before: Settings) -> None:
+    with pytest.raises(StoreMismatch, match="384 dims"):
+        Store(written_before.storage.data_dir, "codemem-tests/wide@1", 768)
