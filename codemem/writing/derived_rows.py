@@ -175,8 +175,9 @@ def _embed(rows: list[Row], texts: list[str], stored: list[dict[str, object]], e
     """Set each row's vector to the embedding of its text in `texts`, reusing stored vectors
     wherever the model's input is unchanged (the fingerprint is kept in `metadata.vec`)."""
     # A stored row read back with no vector (none written, or another encoder's) offers none.
-    known = {_vec_key(r): np.asarray(r["vector"], dtype=np.float32) for r in stored if r.get("vector") is not None}
-    known |= computed
+    known: dict[object, np.ndarray] = {
+        _vec_key(r): np.asarray(r["vector"], dtype=np.float32) for r in stored if r.get("vector") is not None}
+    known.update(computed)
     keys = embedder.fingerprints(texts, max_tokens)
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
     vectors = embedder.embed(list(missing.values()), max_tokens)
