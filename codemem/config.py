@@ -110,6 +110,10 @@ class Embedding:
     # are on: embedding every step would take most of an Add's time on a small CPU.
     steps: bool = False
     messages: bool = False
+    # A coding card has a second vector, of its code window (the files and symbols it edited
+    # and its diff, `render.code_window`) read to this many tokens; a Search takes the nearer
+    # of the two. Chosen on the training data: eval/results/windows-trial.json. 0: none.
+    code_window_tokens: int = 128
     # A query's opening says what it asks; embedding costs grow with its length.
     query_max_tokens: int = 64
     # One text at a time (a query, a single card) runs through ONNX Runtime: the same vector
@@ -118,6 +122,7 @@ class Embedding:
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "threads", "max_tokens", "query_max_tokens")
+        _at_least(self, 0, "code_window_tokens")
 
 
 @dataclass(frozen=True)
@@ -349,6 +354,7 @@ VARIABLES: dict[str, Variable] = {
     "CODEMEM_EMBED_MAX_TOKENS": Variable("embedding.max_tokens", int),
     "CODEMEM_EMBED_STEPS": Variable("embedding.steps", _flag),
     "CODEMEM_EMBED_MESSAGES": Variable("embedding.messages", _flag),
+    "CODEMEM_EMBED_CODE_WINDOW_TOKENS": Variable("embedding.code_window_tokens", int),
     "CODEMEM_QUERY_MAX_TOKENS": Variable("embedding.query_max_tokens", int),
     "CODEMEM_ONNX_QUERIES": Variable("embedding.onnx_queries", _flag),
     "CODEMEM_WRITE_BATCH_ROWS": Variable("writes.batch_rows", int),

@@ -55,6 +55,7 @@ FILE_LABELS: dict[str, str] = {
     "timeline-newest-first.json": "training",
     "time-features-trial.json": "training",
     "ranker-without-projects.json": "training",
+    "windows-trial.json": "training",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
     "decisions-suite3.json": "validation",
@@ -336,6 +337,11 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "{:.3f} / {:.3f}; {:.0f} / {:.0f} of 40".format(
                *(m["project_questions_hit1"]["update"]["learned"] for m in r["models"].values()),
                *(40 * m["contested_pairs"]["ordered_right"] for m in r["models"].values()))),
+    Figure("windows-trial.json", "what a card's vector reads, dense signal alone (nothing fitted), training sessions / "
+           "reports against commits: MRR of the task alone (today) and of the chosen windows",
+           lambda r: "{} / {} (task) -> {} / {} ({})".format(
+               *(r["results"]["task (today)"][k]["mrr"] for k in ("session", "commit")),
+               *(r["results"][r["chosen"]][k]["mrr"] for k in ("session", "commit")), r["chosen"])),
     Figure("ranker-without-projects.json", "what training on the dated projects costs the agent sessions: the shipped model "
            "(today's features, projects in its data) against the same trained without them, same folds, 509 session queries",
            lambda r: "session hit@1 {:.3f} with projects, {:.3f} without; OpenHands check {:.3f} / {:.3f}; commits {:.3f} / {:.3f}".format(

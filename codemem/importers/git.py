@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from codemem.contract.types import AddRequest, Message
 from codemem.encoders import MINILM_NAME, MiniLMEmbedder
+from codemem.experience.building.render import code_window
 from codemem.experience.types import Experience
 from codemem.git.cards import commit_to_experience
 from codemem.git.log import commit_count, iter_changes, mainline_shas
@@ -98,9 +99,10 @@ def ingest_git(
             pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
             # The checked ONNX encoder this process uses, cached, gives the same vectors there.
             embed_aside = memory.embedder.name == MINILM_NAME and memory.embedder.query_path == "onnx"
-            converted: Iterator[Converted] = _converted_aside(pool, records, embed_aside)
+            window_tokens = memory.settings.embedding.code_window_tokens
+            converted: Iterator[Converted] = _converted_aside(pool, records, embed_aside, window_tokens)
         else:
-            converted = ((c, commit_to_experience(c), None) for c in records)
+            converted = ((c, commit_to_experience(c), {}) for c in records)
         pending: list[tuple[AddRequest, Experience]] = []
         embedded: dict[str, np.ndarray] = {}
 
@@ -114,9 +116,8 @@ def ingest_git(
 
         staleness = Staleness()
         releases = Releases.of_repo(repo)
-        for commit, experience, vector in converted:
-            if vector is not None:
-                embedded[_embedded_text(experience)] = vector
+        for commit, experience, vectors in converted:
+            embedded.update(vectors)
             marked = releases.mark(staleness.mark(experience), commit.authored_at)
             pending.append((commit_request(commit, user_id), marked))
             report.merges += len(commit.parents) > 1
@@ -129,8 +130,9 @@ def ingest_git(
     return report
 
 
-# A change, its experience, and its card's vector where the converting process embedded it.
-Converted = tuple[CommitRecord, Experience, "np.ndarray | None"]
+# A change, its experience, and its card's vectors where the converting process embedded them
+# (by the text embedded: its task, and its code window for its second vector).
+Converted = tuple[CommitRecord, Experience, dict[str, np.ndarray]]
 
 
 def _embedded_text(experience: Experience) -> str:
@@ -144,17 +146,23 @@ def _aside_embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder(threads=1)
 
 
-def _convert_many(commits: list[CommitRecord], embed: bool) -> list[Converted]:
-    """Experiences of ``commits``, and with ``embed`` their cards' vectors, embedded by the
-    cached ONNX encoder (no torch in this process; none where no encoder is cached)."""
+def _convert_many(commits: list[CommitRecord], embed: bool, code_window_tokens: int) -> list[Converted]:
+    """Experiences of ``commits``, and with ``embed`` their cards' vectors (the task's, and
+    with ``code_window_tokens`` the code window's), embedded by the cached ONNX encoder (no
+    torch in this process; none where no encoder is cached)."""
     done = [(c, commit_to_experience(c)) for c in commits]
-    vectors: list[np.ndarray | None] = [None] * len(done)
-    if embed and _aside_embedder().warm_queries():
-        vectors = list(_aside_embedder().embed([_embedded_text(e) for _, e in done], GIT_EMBED_TOKENS))
-    return [(c, e, v) for (c, e), v in zip(done, vectors, strict=True)]
+    if not (embed and _aside_embedder().warm_queries()):
+        return [(c, e, {}) for c, e in done]
+    tasks = _aside_embedder().embed([_embedded_text(e) for _, e in done], GIT_EMBED_TOKENS)
+    windows = [code_window(e.card.text) if code_window_tokens else "" for _, e in done]
+    shown = [w for w in windows if w]
+    by_window = dict(zip(shown, _aside_embedder().embed(shown, code_window_tokens), strict=True)) if shown else {}
+    return [(c, e, {_embedded_text(e): task} | ({w: by_window[w]} if w else {}))
+            for (c, e), task, w in zip(done, tasks, windows, strict=True)]
 
 
-def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord], embed: bool) -> Iterator[Converted]:
+def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord], embed: bool,
+                     code_window_tokens: int) -> Iterator[Converted]:
     """``records`` converted (and with ``embed``, their cards embedded) in ``pool``, in
     order, a few chunks ahead of the consumer (not ``pool.map``, which reads the whole
     history into memory before the first result)."""
@@ -162,7 +170,7 @@ def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord],
     for n in itertools.count():
         if not (chunk := list(itertools.islice(records, _CHUNK))):
             break
-        ahead.append(pool.submit(_convert_many, chunk, embed and (n + 1) % _EMBED_HERE_EVERY != 0))
+        ahead.append(pool.submit(_convert_many, chunk, embed and (n + 1) % _EMBED_HERE_EVERY != 0, code_window_tokens))
         if len(ahead) > _AHEAD:
             yield from ahead.popleft().result()
     while ahead:

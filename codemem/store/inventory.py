@@ -16,7 +16,7 @@ import msgspec
 
 from codemem import times
 from codemem.store.lance import Store
-from codemem.store.schema import RESULT_COLUMNS, key_of
+from codemem.store.schema import CODE_WINDOW, RESULT_COLUMNS, key_of
 
 
 class UserSummary(msgspec.Struct, frozen=True):
@@ -87,7 +87,7 @@ class Inventory:
         stored = self.sizes(set(counts)) if sizes else {}
         summaries = [
             UserSummary(user_id=user, experiences=c.get("card", 0), messages=c.get("message", 0),
-                        items=sum(c.values()), stored_bytes=stored.get(user, 0) if sizes else None,
+                        items=sum(n for kind, n in c.items() if kind != CODE_WINDOW), stored_bytes=stored.get(user, 0) if sizes else None,
                         last_write_ms=last[user])
             for user, c in counts.items()
         ]

@@ -43,6 +43,7 @@ from codemem.store.locks import Locks
 from codemem.store.presence import UserPresence
 from codemem.store.schema import (
     CANDIDATE_COLUMNS,
+    CODE_WINDOW,
     ITEMS_TABLE,
     META_DIM,
     META_MODEL,
@@ -50,6 +51,7 @@ from codemem.store.schema import (
     RESULT_COLUMNS,
     SCHEMA_VERSION,
     Row,
+    card_id,
     items_schema,
     rows_to_table,
 )
@@ -246,16 +248,18 @@ class Store:
             self._commit(lambda: self.table.delete(f"id IN ({quoted})"))
 
     def delete(self, where: str) -> int:
-        before = self.count(where)
-        if before:
+        """Remove the rows `where` selects; returns how many items (memories people see:
+        messages, cards, steps) went, a card's code window (`CODE_WINDOW`) not counted."""
+        items = self.count(f"({where}) AND kind != '{CODE_WINDOW}'")
+        if items or self.exists(where):
             try:
                 self._commit(lambda: self.table.delete(where))
             finally:
                 self._users.clear()
-        return before
+        return items
 
     def delete_user(self, user_key: str) -> int:
-        """Remove every row of one user; returns how many there were."""
+        """Remove every row of one user; returns how many items there were."""
         return self.delete(user_scope(user_key))
 
     def delete_session(self, user_key: str, session_key: str) -> int:
@@ -303,6 +307,14 @@ class Store:
     def other_vector_count(self) -> int:
         """How many rows hold a vector of another encoder."""
         return self.count(f"has_vector AND encoder != '{self.encoder}'")
+
+    def cards_without_window(self) -> list[str]:
+        """The session keys of the coding cards (any user's) whose code window has no vector
+        (`CODE_WINDOW`): cards stored before cards had one, and cards whose window is empty.
+        Two scans of small columns."""
+        held = {str(r["session_key"]) for r in self.rows(f"kind = '{CODE_WINDOW}'", ["session_key"])}
+        cards = self.rows("kind = 'card' AND metadata NOT LIKE '%\"conversation\":true%'", ["session_key"])
+        return [key for r in cards if (key := str(r["session_key"])) not in held]
 
     def _query(self) -> AsyncQuery:
         """A query on this store's own table handle (so it sees every write this process
@@ -425,14 +437,19 @@ class Store:
         return [Candidate(id=h["id"], score=float(h["_score"]), fields=h) for h in hits]
 
     def nearest(self, vector: np.ndarray, user_key: str, limit: int) -> list[Candidate]:
-        """One user's items with a vector, nearest (cosine) first."""
+        """One user's items with a vector, nearest (cosine) first. A card's code window is
+        read as its card (`schema.CODE_WINDOW`): a card is as near as the nearer of its two."""
         def fetch(n: int) -> list[dict[str, Any]]:
             query = (self._query().nearest_to(vector).column("vector").distance_type("cosine")
                      .where(f"({user_scope(user_key)}) AND {self.current_vectors}"))  # a prefilter
             return self._run(query.select([*CANDIDATE_COLUMNS, "_distance"]).limit(n))
 
-        hits = stable_top(fetch, limit, "_distance", higher_is_better=False)
-        return [Candidate(id=h["id"], score=1.0 - float(h["_distance"]), fields=h) for h in hits]
+        found: dict[str, Candidate] = {}
+        for h in stable_top(fetch, limit, "_distance", higher_is_better=False):
+            if h["kind"] == CODE_WINDOW:
+                h = {**h, "id": card_id(str(h["session_key"])), "kind": "card"}
+            found.setdefault(h["id"], Candidate(id=h["id"], score=1.0 - float(h["_distance"]), fields=h))
+        return list(found.values())
 
     # -- maintenance ----------------------------------------------------------------------
 

@@ -77,13 +77,22 @@ def items_schema(model: str, dim: int) -> pa.Schema:
     )
 
 
-# The rows a session's build writes (its messages are stored as they came).
-DERIVED_KINDS = ("card", "step")
+# The rows a session's build writes (its messages are stored as they came). A "code_window"
+# row holds nothing but the second vector of its session's card, of the card's code window
+# (`render.code_window`): no words (the card holds them, for BM25), never an item of an
+# answer (a vector search reads it as its card, `Store.nearest`).
+CODE_WINDOW = "code_window"
+DERIVED_KINDS = ("card", "step", CODE_WINDOW)
 
 
 def card_id(session_key: str) -> str:
     """The id of a session's card: one per session, replaced in place by each rebuild."""
     return "c_" + session_key[:24]
+
+
+def code_window_id(session_key: str) -> str:
+    """The id of the row holding the vector of a session's card's code window."""
+    return "cw_" + session_key[:24]
 
 
 # What the retrievers read of each candidate: enough to rank and group; the full row is

@@ -20,8 +20,9 @@ import numpy as np
 from codemem import times
 from codemem.contract.types import Message
 from codemem.encoders import Embedder
+from codemem.experience.building.render import code_window
 from codemem.experience.types import CONVERSATION, Experience
-from codemem.store.schema import Row, card_id, key_of
+from codemem.store.schema import CODE_WINDOW, Row, card_id, code_window_id, key_of
 from parsers import exact_terms
 
 _ENCODER = msgspec.json.Encoder()
@@ -70,6 +71,7 @@ def experience_rows(
     defer_untasked: bool = False,
     message_times: Sequence[int | None] = (),
     defer_vectors: bool = False,
+    code_window_tokens: int = 0,
 ) -> Derived:
     """Rows for the card and steps of one session; `base` carries the ids and timestamps
     (the card's source time is `base.timestamp`), `stored` the session's derived rows before
@@ -86,7 +88,11 @@ def experience_rows(
     goes quiet rather than one per Add (a model pass over its whole text, as dear as the
     Add itself). With `defer_vectors` (the model is not
     loaded yet) nothing is embedded: the card keeps its stored vector, or has none, and the
-    session's quiet-time refresh embeds it."""
+    session's quiet-time refresh embeds it.
+
+    With `code_window_tokens`, a coding card whose work changed code has a second vector, of
+    its code window (`render.code_window`) read to that many tokens, on a row of its own
+    (`schema.CODE_WINDOW`), written with the card."""
     card = experience.card
     conversation = bool(experience.metadata.get(CONVERSATION))
     # A conversation's card carries no coding fields: they would only say "none".
@@ -137,10 +143,29 @@ def experience_rows(
     if not defer_vectors:  # the steps are embedded, and the card unless it kept its vector
         start = 0 if kept is None else 1
         _embed(rows[start: len(texts)], texts[start:], stored, embedder, max_tokens, vectors or {})
-    new_ids = {r.id for r in rows}
+    written = rows[:1]
+    if code_window_tokens and not conversation and (window := code_window(card.text)):
+        written.append(_code_window(rows[0], window, stored, embedder, code_window_tokens, defer_vectors, vectors or {}))
+    new_ids = {r.id for r in rows} | {r.id for r in written}
     stale = [str(r["id"]) for r in stored if r["id"] not in new_ids]
-    return Derived(rows=rows[:1] + _changed(rows[1:], stored), stale_ids=stale, replaces=bool(stored),
+    return Derived(rows=written + _changed(rows[1:], stored), stale_ids=stale, replaces=bool(stored),
                    conversation=conversation, vector_deferred=defer_vectors or kept is not None)
+
+
+def _code_window(card: Row, window: str, stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,
+                 defer_vectors: bool, computed: dict[str, np.ndarray]) -> Row:
+    """The row holding the vector of the card's code window `window` (no words of its own:
+    the card's are indexed once). While the model loads it keeps the vector stored before, if any."""
+    row = msgspec.structs.replace(card, id=code_window_id(card.session_key), kind=CODE_WINDOW, text="", refs="",
+                                  metadata="{}")
+    if defer_vectors:
+        before = next((r for r in stored if r["id"] == row.id and r.get("vector") is not None), None)
+        if before is not None:
+            row.vector = np.asarray(before["vector"], dtype=np.float32)
+            row.metadata = _ENCODER.encode({"vec": _vec_key(before)}).decode()
+        return row
+    _embed([row], [window], stored, embedder, max_tokens, computed)
+    return row
 
 
 def _changed(steps: list[Row], stored: list[dict[str, object]]) -> list[Row]:
@@ -199,6 +224,7 @@ def rebuild(
     embed_steps: bool,
     defer_untasked: bool = False,
     defer_vectors: bool = False,
+    code_window_tokens: int = 0,
 ) -> Derived:
     """The session's card and step rows after `new_messages` join its `history`."""
     # Imported here: building an experience parses trajectories, which a search never does.
@@ -210,4 +236,5 @@ def rebuild(
     # The experience is as recent as its latest message (`codemem/times.py`).
     base = msgspec.structs.replace(base, timestamp=times.latest(stamps))
     return experience_rows(experience, base, stored, embedder, max_tokens, len(messages), embed_steps,
-                           defer_untasked=defer_untasked, message_times=stamps, defer_vectors=defer_vectors)
+                           defer_untasked=defer_untasked, message_times=stamps, defer_vectors=defer_vectors,
+                           code_window_tokens=code_window_tokens)

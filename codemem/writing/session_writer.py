@@ -24,7 +24,8 @@ from codemem.contract.types import AddRequest, AddResult, Message
 from codemem.contract.validation import validate_add
 from codemem.encoders import Embedder
 from codemem.errors import Conflict, InvalidInput
-from codemem.experience.types import Experience
+from codemem.experience.building.render import code_window
+from codemem.experience.types import CONVERSATION, Experience
 from codemem.ranking.user_indexes import UserIndexes
 from codemem.store.lance import Store
 from codemem.store.maintenance import Compactor
@@ -57,7 +58,7 @@ class SessionWriter:
         self._histories = session_state.MessageCache(caches.session_mb << 20, caches.session_s)
         self._states = session_state.StateCache(store.locks, max_idle_s=caches.session_s)
         self._heap = heap.Releaser()
-        self.reembedder = Reembedder(store, embedder, settings.embedding.max_tokens,
+        self.reembedder = Reembedder(store, embedder, settings.embedding.max_tokens, settings.embedding.code_window_tokens,
                                      write=lambda op: self.writer.write(op), writing=self._states.writing)
         # Server workers sharing a local data directory: one of them runs every Add.
         lock_dir = store.locks.root
@@ -66,7 +67,7 @@ class SessionWriter:
     @property
     def writer(self) -> GroupWriter:
         """The group-commit writer; the first use starts it, the compactor that follows its
-        commits, and the re-embedder where the store holds vectors of another encoder."""
+        commits, and the re-embedder (vectors another encoder wrote, code windows owed)."""
         if self._writer is None:
             with self._starting:
                 if self._writer is None:
@@ -74,7 +75,7 @@ class SessionWriter:
                         raise RuntimeError("the store is closed")
                     self.compactor.start()
                     self._writer = GroupWriter(self.store, self.settings.writes.batch_rows)
-                    self.reembedder.start()  # where another encoder wrote vectors
+                    self.reembedder.start()  # stops at once where no vector is owed
         return self._writer
 
     @property
@@ -204,8 +205,9 @@ class SessionWriter:
         nothing (``duplicate``), as does a retry of a stored request.
 
         ``embed_max_tokens`` caps the card's embedded task (default: the settings');
-        ``embedded`` holds vectors of card texts embedded beforehand at that cap by this
-        embedder (text -> vector; an importer's second process embeds them)."""
+        ``embedded`` holds vectors embedded beforehand by this embedder, by the text embedded
+        (an importer's second process embeds them): cards' tasks at that cap, and their code
+        windows at `code_window_tokens`."""
         for req, _ in items:
             validate_add(req, self.settings.limits.max_image_bytes)
         keyed = [(req, exp, key_of(req.user_id, req.session_id)) for req, exp in items]
@@ -227,11 +229,18 @@ class SessionWriter:
             missing = [t for t in dict.fromkeys(texts) if t not in (embedded or {})]
             by_text = {**(embedded or {}), **dict(zip(missing, self.embedder.embed(missing, max_tokens), strict=True))}
             vectors = dict(zip(self.embedder.fingerprints(texts, max_tokens), (by_text[t] for t in texts), strict=True))
+            if tokens := self.settings.embedding.code_window_tokens:  # the cards' code windows, in one batch
+                windows = list(dict.fromkeys(w for _, _, exp in todo if not exp.metadata.get(CONVERSATION)
+                                             and (w := code_window(exp.card.text))))
+                unseen = [w for w in windows if w not in (embedded or {})]
+                by_text = {**(embedded or {}), **dict(zip(unseen, self.embedder.embed(unseen, tokens), strict=True))}
+                vectors.update(zip(self.embedder.fingerprints(windows, tokens), (by_text[w] for w in windows), strict=True))
             rows: list[Row] = []
             for i, req, exp in todo:
                 messages = self._message_rows(req, key_of(req.user_id), key_of(req.user_id, req.request_id), body_key(req))
                 derived = derived_rows.experience_rows(exp, messages[0], [], self.embedder, max_tokens,
-                                                   len(req.messages), embed_steps=False, vectors=vectors)
+                                                   len(req.messages), embed_steps=False, vectors=vectors,
+                                                   code_window_tokens=self.settings.embedding.code_window_tokens)
                 rows += messages + derived.rows
                 results[i] = self._result(req, stored=len(messages))
             if rows:
@@ -270,6 +279,7 @@ class SessionWriter:
             return derived_rows.experience_rows(
                 experience, base, before.derived, self.embedder,
                 self.settings.embedding.max_tokens, len(req.messages), embed_steps=False,
+                code_window_tokens=self.settings.embedding.code_window_tokens,
             )
         if not derived_rows.rebuild_due(before.messages + len(req.messages), before.built):
             self._histories.forget(base.session_key)
@@ -287,7 +297,7 @@ class SessionWriter:
         history = self._histories.messages(self.store, base.user_key, base.session_key, before.messages)
         derived = derived_rows.rebuild(
             self.embedder, self.settings.embedding.max_tokens, base, before.derived, history, new_messages,
-            self.settings.embedding.steps, defer_untasked, defer_vectors,
+            self.settings.embedding.steps, defer_untasked, defer_vectors, self.settings.embedding.code_window_tokens,
         )
         # Cached before the write: if the write fails, the store holds fewer messages than
         # this entry, and the next rebuild reads them back instead.

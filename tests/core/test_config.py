@@ -38,6 +38,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "CODEMEM_EMBED_MAX_TOKENS": ("128", 128),
     "CODEMEM_EMBED_STEPS": ("yes", True),
     "CODEMEM_EMBED_MESSAGES": ("1", True),
+    "CODEMEM_EMBED_CODE_WINDOW_TOKENS": ("64", 64),
     "CODEMEM_QUERY_MAX_TOKENS": ("32", 32),
     "CODEMEM_ONNX_QUERIES": ("off", False),
     "CODEMEM_WRITE_BATCH_ROWS": ("100", 100),

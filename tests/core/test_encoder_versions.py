@@ -1,9 +1,11 @@
 """Vectors that know their encoder: a store written before they did opens and answers as it
-did, a store written by another encoder is embedded again in the background while Searches
-answer, and two encoders' vectors never meet in one ranking."""
+did (its cards that show a change given a code window in the background), a store written
+by another encoder is embedded again in the background while Searches answer, and two
+encoders' vectors never meet in one ranking."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -15,14 +17,16 @@ from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
 from codemem.encoders import MiniLMEmbedder
 from codemem.errors import StoreMismatch
+from codemem.experience.building.render import code_window
 from codemem.memory import Memory
 from codemem.store.lance import Store
-from codemem.store.schema import META_SCHEMA, SCHEMA_VERSION, Row, key_of
+from codemem.store.schema import CODE_WINDOW, META_SCHEMA, SCHEMA_VERSION, Row, card_id, key_of
 from codemem.writing.reembedder import vector_input
 from tests import coding_memory
 
 WRITTEN_BEFORE = Path(__file__).resolve().parents[1] / "fixtures" / "store-v1"
-CARDS = 13  # the fixture's sessions (README there)
+CARDS = 16  # the fixture's sessions (README there), all coding ones (its chat names a file)
+TRAJECTORIES = ("traj-swe_agent", "traj-openhands", "traj-codex_patch")  # the cards that show a change
 
 
 class Reversed(MiniLMEmbedder):
@@ -55,16 +59,56 @@ def test_a_store_written_before_opens_with_its_vectors_named_and_answers_as_it_d
         assert "encoder" in store.table.schema.names
         assert store.table.schema.metadata[META_SCHEMA] == SCHEMA_VERSION.encode()
         assert store.count(store.current_vectors) == CARDS and store.other_vector_count() == 0
-        memory.start()
-        assert not memory.reembedder.running  # nothing to embed again
         query, session = coding_memory.RELATED
         assert _first_session(memory, query) == session
-        # New rows are written beside the old ones with their encoder named.
-        memory.add(AddRequest("new-1", "dev", "s-new", [Message("user", "Flaky test in tests/test_retry.py"),
-                                                         Message("assistant", "Seeded the random backoff")]))
-        assert store.count(store.current_vectors) == CARDS + 1
+        memory.start()
+        _wait(memory)
+        # Nothing was embedded again; each card that shows a change was given its code window.
+        assert store.count(f"kind = 'card' AND {store.current_vectors}") == CARDS
+        windows = store.rows(f"kind = '{CODE_WINDOW}'", ["session_id", "session_key", "text", "vector"])
+        assert sorted(r["session_id"] for r in windows) == sorted(TRAJECTORIES)
+        assert memory.reembedder.embedded == 3 and all(r["text"] == "" for r in windows)
+        cards = {r["session_key"]: r["text"] for r in store.rows("kind = 'card'", ["session_key", "text"])}
+        tokens = written_before.embedding.code_window_tokens
+        expected = embedder.embed([code_window(cards[r["session_key"]]) for r in windows], tokens)
+        assert np.allclose(np.stack([r["vector"] for r in windows]), expected, atol=1e-5)
+        # A Search meets a code window as its card.
+        found = store.nearest(expected[0], key_of("dev"), 5)
+        assert found[0].id == card_id(windows[0]["session_key"]) and found[0].score > 0.999
+        assert all(c.fields["kind"] != CODE_WINDOW for c in found) and len({c.id for c in found}) == len(found)
+        assert _first_session(memory, query) == session
+        # A code window is no memory of its own: not counted, nor removed as one.
+        dev = next(u for u in memory.list_users() if u.user_id == "dev")
+        assert dev.items == store.count(f"kind != '{CODE_WINDOW}'") == store.count() - 3
+        swe = key_of("dev", "traj-swe_agent")
+        items = store.count(f"session_key = '{swe}' AND kind != '{CODE_WINDOW}'")
+        assert memory.delete_experience("dev", "traj-swe_agent") == items
+        assert store.count(f"session_key = '{swe}'") == 0
+
+        # New rows are written beside the old ones with their encoder named, a trajectory's
+        # code window with its card; a conversation (no code named) has none, and none is owed.
+        memory.add(AddRequest("new-1", "dev", "s-new", _trajectory("swe_agent")))
+        memory.add(AddRequest("talk-2", "dev", "chat-2", [Message("user", "Shall we meet on Tuesday to plan the trip?"),
+                                                           Message("assistant", "Tuesday works, after lunch.")]))
+        assert store.count(f"kind = 'card' AND {store.current_vectors}") == CARDS - 1 + 2
+        assert store.count(f"kind = '{CODE_WINDOW}' AND {store.current_vectors}") == 3
+        assert key_of("dev", "s-new") not in store.cards_without_window()
+        assert key_of("dev", "chat-2") not in store.cards_without_window()
     with Memory(written_before, embedder=embedder) as again:  # and opens again unchanged
-        assert again.store.count(again.store.current_vectors) == CARDS + 1
+        # the cards (one deleted), three code windows, and the conversation's two messages
+        assert again.store.count(again.store.current_vectors) == CARDS - 1 + 2 + 3 + 2
+
+
+def _trajectory(name: str) -> list[Message]:
+    rows = json.loads((WRITTEN_BEFORE.parent / "experience" / f"{name}.json").read_text())["messages"]
+    return [Message(r["role"], r["content"]) for r in rows]
+
+
+def _wait(memory: Memory) -> None:
+    deadline = time.monotonic() + 120
+    while memory.reembedder.running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not memory.reembedder.running
 
 
 def test_a_store_of_another_encoder_is_embedded_again_while_searches_answer(
@@ -87,13 +131,14 @@ def test_a_store_of_another_encoder_is_embedded_again_while_searches_answer(
         while memory.reembedder.running and time.monotonic() < deadline:
             answered += _first_session(memory, query) == session
         assert not memory.reembedder.running and answered > 0
-        assert store.other_vector_count() == 0 and store.count(store.current_vectors) == CARDS
-        assert memory.reembedder.embedded == CARDS
+        assert store.other_vector_count() == 0
+        assert store.count(f"kind = 'card' AND {store.current_vectors}") == CARDS
+        assert memory.reembedder.embedded == CARDS + len(TRAJECTORIES)  # and the code windows owed
 
         cards = store.rows("kind = 'card'", ["id", "kind", "text", "vector"])
-        expected = other.embed([vector_input(r) for r in cards], written_before.embedding.max_tokens)
+        expected = other.embed([vector_input(r, {}) for r in cards], written_before.embedding.max_tokens)
         assert np.allclose(np.stack([r["vector"] for r in cards]), expected, atol=1e-5)
-        assert {c.fields["session_key"] for c in store.nearest(probe, user, 1)} == {key_of("dev", session)}
+        assert [c.id for c in store.nearest(probe, user, 1)] == [card_id(key_of("dev", session))]
         assert _first_session(memory, query) == session
 
 
@@ -101,7 +146,7 @@ def test_two_encoders_vectors_never_meet_in_one_ranking(written_before: Settings
     other = Reversed()
     with Memory(written_before, embedder=other) as memory:
         memory.reembedder.batch = 5
-        assert memory.reembedder.run_once() == 5  # five cards embedded again, eight left as they were
+        assert memory.reembedder.run_once() == 5  # five cards embedded again, the others left as they were
         new = Store(written_before.storage.data_dir, other.name, other.dim)
         old = Store(written_before.storage.data_dir, embedder.name, embedder.dim)
         user = key_of("dev")
@@ -118,7 +163,7 @@ def test_a_row_deleted_while_it_was_embedded_again_stays_deleted(written_before:
     store = Store(written_before.storage.data_dir, other.name, other.dim)
     row = store.other_vectors(1)[0]
     store.delete_ids([row["id"]])
-    store.revector([Row(**row, vector=other.embed([vector_input(row)], 16)[0])])
+    store.revector([Row(**row, vector=other.embed([vector_input(row, {})], 16)[0])])
     assert store.count(f"id = '{row['id']}'") == 0
     assert store.other_vector_count() == CARDS - 1
 

@@ -18,7 +18,7 @@ from codemem.importers.claude_code import load_claude_code_jsonl
 from codemem.importers.git import ingest_git
 from codemem.importers.transcripts import ingest_transcripts, transcript_requests
 from codemem.memory import Memory
-from codemem.store.schema import key_of
+from codemem.store.schema import CODE_WINDOW, key_of
 from tests.conftest import needs_swe_lite as needs_data
 
 
@@ -181,7 +181,7 @@ def test_ingest_git_embeds_cards_in_the_converting_process_as_this_one_would(
     real_embed = memory.embedder.embed
     monkeypatch.setattr(memory.embedder, "embed", lambda texts, n: embedded_here.extend(texts) or real_embed(texts, n))
     assert git_import.ingest_git(memory, str(tmp_path / "repo"), "aside", progress=False).added == 3
-    assert len(embedded_here) == 1
+    assert len(embedded_here) == 2  # the third change's task, and its card's whole text
     def cards(user_id: str) -> list[dict]:
         return memory.store.user_rows(key_of(user_id), "card", ["session_id", "metadata", "vector"])
 
@@ -191,6 +191,15 @@ def test_ingest_git_embeds_cards_in_the_converting_process_as_this_one_would(
         twin = here[card["session_id"]]
         assert json.loads(card["metadata"])["vec"] == json.loads(twin["metadata"])["vec"]
         assert float(np.dot(card["vector"], twin["vector"])) > 0.99999
+    def card_texts(user_id: str) -> dict[str, dict]:
+        rows = memory.store.user_rows(key_of(user_id), CODE_WINDOW, ["session_id", "metadata", "vector"])
+        return {r["session_id"]: r for r in rows}
+
+    aside, here_texts = card_texts("aside"), card_texts("here")
+    assert len(aside) == 3 and aside.keys() == here_texts.keys()
+    for session_id, row in aside.items():
+        assert json.loads(row["metadata"])["vec"] == json.loads(here_texts[session_id]["metadata"])["vec"]
+        assert float(np.dot(row["vector"], here_texts[session_id]["vector"])) > 0.99999
 
 
 def test_ingest_git_leaves_the_store_compacted_and_indexed(memory: Memory, tmp_path: Path) -> None:

@@ -135,6 +135,19 @@ def card_sections(text: str) -> list[tuple[str, str]]:
     return sections
 
 
+# The sections a card's code window reads (`code_window`): what the work changed.
+CODE_SECTIONS = ("Edited", "Final diff")
+
+
+def code_window(card_text: str) -> str:
+    """What a coding card says its work changed: its files and symbols edited and its final
+    diff, each under its heading's name; "" where it shows neither. A card's second vector
+    reads it (`codemem.store.schema.CODE_WINDOW`): a later task or report that names the code,
+    or says what it did, meets it there rather than in the task that asked for it."""
+    parts = dict(card_sections(card_text))
+    return "\n".join(f"{heading}: {parts[heading]}" for heading in CODE_SECTIONS if parts.get(heading))
+
+
 def headline(task: str) -> str:
     """What a task was, in its first line that reads as one: not a harness's preamble (a
     line ending in a colon), not a metadata line (a key and one token), with a field's key

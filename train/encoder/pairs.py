@@ -1,0 +1,106 @@
+"""Training pairs for a coding encoder from public histories: what a change says (its
+message) and what it did (its code window: files, symbols, hunks), as codemem's git import
+renders them (issue 55, item 1).
+
+Each history is walked as the importer walks it (`codemem.git.log.iter_changes`, the
+first-parent line, a merged pull request as one change), each change turned into its card
+(`codemem.git.cards.commit_to_experience`), and the pair is the card's task and its code
+window (`codemem.experience.building.render.code_window`). What is left out:
+- the evaluation repositories (`train.data.NEVER_REPOS`: held out and dev), never read;
+- a change that names an evaluation task of its repository (`#N` of a task key in
+  `train.data.evaluation_task_keys`): its fix may be an evaluation gold;
+- changes with a message of fewer than four words, or no code window (a change of nothing
+  but binary or generated files), and automated ones (dependency bumps, releases);
+- every source not in the licence table (`train.licences.require_training`).
+
+    python -m train.encoder.pairs --mirrors /work/.mirror --shared ../shared/data --out PAIRS.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from codemem.experience.building.render import code_window
+from codemem.git.cards import commit_to_experience
+from codemem.git.log import iter_changes
+from train.data import evaluation_task_keys, is_never_repo, task_key_of
+from train.licences import require_training
+from train.past_fixes.build_data import HISTORIES as PAST_FIX_HISTORIES
+
+# Histories read for the encoder alone, besides the past-fix training histories.
+ENCODER_HISTORIES = (
+    "pallets/click", "encode/httpx", "python-attrs/attrs", "Textualize/rich", "psf/black",
+    "spf13/cobra", "go-chi/chi", "sirupsen/logrus", "stretchr/testify", "urfave/cli",
+    "serde-rs/serde", "rayon-rs/rayon", "hyperium/hyper",
+    "expressjs/express", "chalk/chalk", "date-fns/date-fns",
+    "google/gson", "square/okhttp", "FasterXML/jackson-databind",
+    "libuv/libuv", "gabime/spdlog", "google/googletest",
+    "rack/rack", "sinatra/sinatra",
+)
+MAX_CHANGES = 1500  # the newest changes read of each history
+_AUTOMATED = re.compile(r"^(bump|build\(deps|chore\(deps|chore\(release|release |prepare release|update changelog|"
+                        r"merge branch|merge pull request #\d+ from \S+/(dependabot|renovate))", re.IGNORECASE)
+_NUMBER = re.compile(r"#(\d+)\b")
+
+
+def histories() -> list[str]:
+    """Every history the pairs are read from, evaluation repositories left out."""
+    names = [*PAST_FIX_HISTORIES, *ENCODER_HISTORIES]
+    return [r for r in dict.fromkeys(names) if not is_never_repo(r)]
+
+
+def pairs_of(repository: str, git_dir: Path, evaluation: frozenset[str], counts: Counter[str]) -> list[dict[str, str]]:
+    """The pairs of one history's newest `MAX_CHANGES` changes."""
+    out = []
+    for change in iter_changes(str(git_dir), max_commits=MAX_CHANGES):
+        message = change.message.strip()
+        if len(message.split()) < 4 or _AUTOMATED.match(message):
+            counts["automated or short"] += 1
+            continue
+        if any(task_key_of(repository, int(n)) in evaluation for n in _NUMBER.findall(message)):
+            counts["names an evaluation task"] += 1
+            continue
+        experience = commit_to_experience(change)
+        code = code_window(experience.card.text)
+        if not code:
+            counts["no code window"] += 1
+            continue
+        out.append({"repo": repository, "sha": change.sha, "message": experience.card.task, "code": code})
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--shared", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    evaluation = evaluation_task_keys(args.shared)
+    counts: Counter[str] = Counter()
+    per_repo = {}
+    started = time.monotonic()
+    with args.out.open("w") as f:
+        for repository in histories():
+            require_training(repository, "encoder pairs")
+            git_dir = args.mirrors / repository.replace("/", "+") / "repo"
+            if not (git_dir / "HEAD").is_file():
+                sys.exit(f"missing history {repository}: fetch github:{repository}")
+            rows = pairs_of(repository, git_dir, evaluation, counts)
+            per_repo[repository] = len(rows)
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+            print(f"{repository}: {len(rows)} pairs ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    summary = {"pairs": sum(per_repo.values()), "histories": len(per_repo), "per_repo": per_repo,
+               "left_out": dict(counts), "seconds": round(time.monotonic() - started)}
+    args.out.with_suffix(".summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k != "per_repo"}))
+
+
+if __name__ == "__main__":
+    main()
