@@ -522,7 +522,7 @@ def markdown(card: dict[str, Any]) -> str:
                      f"{q.get('loud_when_first_unrelated')} |")
     nothing = card["nothing_related"]
     lines += ["", f"**Nothing related** (`codemem/ranking/absence.py`, out of fold, cuts chosen on the same probabilities: "
-              f"at most {nothing['cost_cap']:.0%} of each cut's answerable queries with the gold in the first 5 emptied; "
+              f"at most {nothing['cost_cap']:.0%} of each query kind's answerable queries with the gold in the first 5 emptied; "
               f"cuts {nothing['learned']['cuts']}). Share answered empty, the learned decision (the first candidate's P "
               "alone, same cap):", "",
               "| kind | cost: gold in first 5 emptied | answerable emptied | nothing related, recorded | "
