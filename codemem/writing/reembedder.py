@@ -14,8 +14,9 @@ gets one for each coding card that shows a change, the same way, a batch at a ti
 What a row's vector reads is what the writer embedded: a message's or a step's text, a
 card's task (`render.task_of`, the task as the card shows it; the card's whole text where it
 has none), and for a card's second vector (`schema.CODE_WINDOW`) the card's code window
-(`render.code_window`). A card whose task was longer than its card's task section is embedded from that
-section's head; its next rebuild (an Add to its session) embeds the task itself again.
+(`render.code_window`). A card whose task was longer than its card's task section is
+embedded from that section's head; its next rebuild (an Add to its session) embeds the task
+itself again.
 """
 
 from __future__ import annotations
@@ -51,15 +52,17 @@ def vector_input(row: dict[str, Any], card_texts: dict[str, str]) -> str:
 
 
 class Reembedder:
-    """Embeds again, `batch` rows at a time, every vector another encoder wrote; started by
-    the writing side when its store holds any (`start`), it stops once none is left."""
+    """Embeds again, `batch` rows at a time, every vector another encoder wrote, then gives
+    each coding card that shows a change and has no code window vector one; started with the
+    writing side's threads (`start`), it stops once nothing is owed."""
 
     def __init__(self, store: Store, embedder: Embedder, max_tokens: int, code_window_tokens: int,
                  write: Callable[[WriteOp], None], writing: Callable[[str], None], batch: int = 32,
                  pause_s: float = 0.05) -> None:
-        """`max_tokens` and `code_window_tokens`: what the writer reads of an item and of a card's
-        code window (`config.Embedding`); `write` commits a write (`store.writer`); `writing(session_key)`
-        is told before each session's rows are written (the writer's state cache lets go of them)."""
+        """`max_tokens` and `code_window_tokens`: what the writer reads of an item and of a
+        card's code window (`config.Embedding`); `write` commits a write (`store.writer`);
+        `writing(session_key)` is told before each session's rows are written (the writer's
+        state cache lets go of them)."""
         self.store = store
         self.embedder = embedder
         self.max_tokens = max_tokens
@@ -71,7 +74,7 @@ class Reembedder:
         self.embedded = 0  # rows embedded again by this process
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._missing: list[str] | None = None  # coding cards found with no code window vector, not yet looked at
+        self._missing: list[str] | None = None  # cards found with no code window vector, not yet looked at
 
     def start(self) -> None:
         """Start the thread, which looks for work and stops once it finds none."""
@@ -100,9 +103,9 @@ class Reembedder:
             rows = self.store.other_vectors(len(found), ids=[str(r["id"]) for r in found])
             if not rows:
                 return len(found)
-            card_texts = self._card_windows(rows)
-            jobs = [(r, vector_input(r, card_texts), self.code_window_tokens if r["kind"] == CODE_WINDOW else self.max_tokens)
-                    for r in rows]
+            card_texts = self._card_texts(rows)
+            jobs = [(r, vector_input(r, card_texts),
+                     self.code_window_tokens if r["kind"] == CODE_WINDOW else self.max_tokens) for r in rows]
             embedded: dict[tuple[int, str], tuple[np.ndarray, str]] = {}
             for tokens in {t for _, text, t in jobs if text and t}:
                 texts = list(dict.fromkeys(text for _, text, t in jobs if text and t == tokens))
@@ -125,7 +128,7 @@ class Reembedder:
         self.embedded += len(out)
         return len(found)
 
-    def _card_windows(self, rows: list[dict[str, Any]]) -> dict[str, str]:
+    def _card_texts(self, rows: list[dict[str, Any]]) -> dict[str, str]:
         """The text of the cards whose code window is among `rows`, by session key."""
         ids = [card_id(str(r["session_key"])) for r in rows if r["kind"] == CODE_WINDOW]
         if not ids:
