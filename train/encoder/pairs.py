@@ -32,6 +32,8 @@ from codemem.git.log import iter_changes
 from train.data import evaluation_task_keys, is_never_repo, task_key_of
 from train.licences import require_training
 from train.past_fixes.build_data import HISTORIES as PAST_FIX_HISTORIES
+from train.past_fixes.build_data import window_clone
+from train.provenance import git
 
 # Histories read for the encoder alone, besides the past-fix training histories.
 ENCODER_HISTORIES = (
@@ -55,10 +57,16 @@ def histories() -> list[str]:
     return [r for r in dict.fromkeys(names) if not is_never_repo(r)]
 
 
-def pairs_of(repository: str, git_dir: Path, evaluation: frozenset[str], counts: Counter[str]) -> list[dict[str, str]]:
-    """The pairs of one history's newest `MAX_CHANGES` changes."""
+def pairs_of(repository: str, git_dir: Path, work: Path, evaluation: frozenset[str],
+             counts: Counter[str]) -> list[dict[str, str]]:
+    """The pairs of one history's newest `MAX_CHANGES` changes (walked in a clone under
+    `work` sharing the mirror's objects, at the mirror's HEAD commit)."""
+    tip = git("--git-dir", str(git_dir), "rev-parse", "HEAD^{commit}")
+    if tip is None:
+        sys.exit(f"the mirror of {repository} at {git_dir} has no HEAD commit: fetch it again")
+    clone = window_clone(git_dir, tip, work / repository.replace("/", "+"))
     out = []
-    for change in iter_changes(str(git_dir), max_commits=MAX_CHANGES):
+    for change in iter_changes(str(clone), max_commits=MAX_CHANGES):
         message = change.message.strip()
         if len(message.split()) < 4 or _AUTOMATED.match(message):
             counts["automated or short"] += 1
@@ -80,6 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--shared", type=Path, default=Path("../shared/data"))
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "codemem-train" / "encoder-pairs",
+                        help="where the histories are walked (clones sharing the mirrors' objects)")
     args = parser.parse_args(argv)
     evaluation = evaluation_task_keys(args.shared)
     counts: Counter[str] = Counter()
@@ -91,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
             git_dir = args.mirrors / repository.replace("/", "+") / "repo"
             if not (git_dir / "HEAD").is_file():
                 sys.exit(f"missing history {repository}: fetch github:{repository}")
-            rows = pairs_of(repository, git_dir, evaluation, counts)
+            rows = pairs_of(repository, git_dir, args.work, evaluation, counts)
             per_repo[repository] = len(rows)
             for row in rows:
                 f.write(json.dumps(row) + "\n")
