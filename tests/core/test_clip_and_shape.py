@@ -53,7 +53,9 @@ def test_a_search_given_a_small_budget_stays_within_it(memory: Memory) -> None:
 
     whole, small = memory.search(req, loud), memory.search(req, loud, budget_tokens=1_500)
     assert _answer_tokens(whole) > 10_000
-    assert _answer_tokens(small) <= 1_500 and small[0].session_id == whole[0].session_id == "s0"
+    # The budget cuts the answer, never its order. (Which of the two csv sessions comes first
+    # is the model's: the card at 2e1c13d gives them P 0.9928 and 0.9927.)
+    assert _answer_tokens(small) <= 1_500 and small[0].session_id == whole[0].session_id in {"s0", "s1"}
     assert "Evidence from this session:" in str(small[0].content)  # cut, not dropped
     assert 3_000 < tokens(6_000) <= 6_000
     assert tokens(10**9) == _answer_tokens(whole)  # never above the settings' budget

@@ -57,9 +57,6 @@ def test_each_experience_says_why_it_was_returned(memory: Memory) -> None:
     assert all(h.metadata["relevance"] <= card.metadata["relevance"] for h in hits)
 
 
-@pytest.mark.xfail(strict=True, reason="the relevance model retrained for issue 53 (card at 5c817e9) gives 'Bump the "
-                   "copyright year in docs/conf.py' P 0.508 for 'update the translations and the docs', above its quiet "
-                   "threshold 0.477 (the model of 439635b stayed below its 0.192), so the answer is not quiet")
 def test_an_answer_with_nothing_relevant_is_a_few_short_cards(memory: Memory) -> None:
     _fill(memory)
     # Related to two chores alike, sure of neither: quiet, not empty (it shares their words).
