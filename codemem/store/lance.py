@@ -103,6 +103,7 @@ class Store:
         # What selects the rows whose vector this store's encoder wrote: the only ones a
         # vector search or a vector read ever sees.
         self.current_vectors = f"has_vector AND encoder = '{self.encoder}'"
+        self.other_vectors_filter = f"has_vector AND encoder != '{self.encoder}'"  # to be embedded again
         self._index_lock = threading.Lock()
         self.claims = RequestClaims(uri) if uri.startswith("s3://") else None
         # Held by whoever commits (the writer, the compactor when it must), in every process.
@@ -298,7 +299,7 @@ class Store:
     def other_vectors(self, limit: int, ids: list[str] | None = None) -> list[dict[str, Any]]:
         """At most `limit` rows (of those `ids` names, where given) whose vector another
         encoder wrote, to be embedded again: every column but the vector."""
-        where = f"has_vector AND encoder != '{self.encoder}'"
+        where = self.other_vectors_filter
         if ids is not None:
             where += f" AND id IN ({id_list(ids) or repr('')})"
         columns = [name for name in self.schema.names if name not in ("vector", "has_vector", "encoder")]
@@ -306,14 +307,14 @@ class Store:
 
     def other_vector_count(self) -> int:
         """How many rows hold a vector of another encoder."""
-        return self.count(f"has_vector AND encoder != '{self.encoder}'")
+        return self.count(self.other_vectors_filter)
 
     def cards_without_window(self) -> list[str]:
-        """The session keys of the coding cards (any user's) whose code window has no vector
-        (`CODE_WINDOW`): cards stored before cards had one, and cards whose window is empty.
-        Two scans of small columns."""
+        """The session keys of the cards (any user's) that show a change (an `## Edited` or
+        `## Final diff` section: `render.code_window`) and whose code window has no vector
+        (`CODE_WINDOW`): cards stored before cards had one. Two scans of small columns."""
         held = {str(r["session_key"]) for r in self.rows(f"kind = '{CODE_WINDOW}'", ["session_key"])}
-        cards = self.rows("kind = 'card' AND metadata NOT LIKE '%\"conversation\":true%'", ["session_key"])
+        cards = self.rows("kind = 'card' AND (text LIKE '%## Edited%' OR text LIKE '%## Final diff%')", ["session_key"])
         return [key for r in cards if (key := str(r["session_key"])) not in held]
 
     def _query(self) -> AsyncQuery:

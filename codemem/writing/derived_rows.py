@@ -152,12 +152,18 @@ def experience_rows(
                    conversation=conversation, vector_deferred=defer_vectors or kept is not None)
 
 
+def code_window_row(card: Row) -> Row:
+    """The row that holds the vector of `card`'s code window, still without it: no words of
+    its own (the card's are indexed once)."""
+    return msgspec.structs.replace(card, id=code_window_id(card.session_key), kind=CODE_WINDOW, text="", refs="",
+                                   metadata="{}", vector=None)
+
+
 def _code_window(card: Row, window: str, stored: list[dict[str, object]], embedder: Embedder, max_tokens: int,
                  defer_vectors: bool, computed: dict[str, np.ndarray]) -> Row:
-    """The row holding the vector of the card's code window `window` (no words of its own:
-    the card's are indexed once). While the model loads it keeps the vector stored before, if any."""
-    row = msgspec.structs.replace(card, id=code_window_id(card.session_key), kind=CODE_WINDOW, text="", refs="",
-                                  metadata="{}")
+    """The row holding the vector of the card's code window `window`. While the model loads it
+    keeps the vector stored before, if any."""
+    row = code_window_row(card)
     if defer_vectors:
         before = next((r for r in stored if r["id"] == row.id and r.get("vector") is not None), None)
         if before is not None:

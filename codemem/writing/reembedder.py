@@ -33,8 +33,9 @@ from codemem.encoders import Embedder
 from codemem.experience.building.render import code_window, task_of
 from codemem.store.filters import id_list
 from codemem.store.lance import Store
-from codemem.store.schema import CODE_WINDOW, Row, card_id, code_window_id
+from codemem.store.schema import CODE_WINDOW, Row, card_id
 from codemem.store.writer import Revector, Upsert, WriteOp
+from codemem.writing.derived_rows import code_window_row
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +138,8 @@ class Reembedder:
         return {str(r["session_key"]): str(r["text"]) for r in found}
 
     def add_card_windows(self) -> int:
-        """Give a batch of the coding cards that had no code window vector when this thread
-        looked (and show a change) one; how many it took (0: none is left)."""
+        """Give a batch of the cards that showed a change and had no code window vector when
+        this thread looked one; how many it took (0: none is left)."""
         if not self.code_window_tokens:
             return 0
         if self._missing is None:
@@ -158,9 +159,11 @@ class Reembedder:
             texts = [window for _, window in windows]
             vectors = self.embedder.embed(texts, self.code_window_tokens)
             keys = self.embedder.fingerprints(texts, self.code_window_tokens)
-            rows = [Row(**{**r, "id": code_window_id(str(r["session_key"])), "kind": CODE_WINDOW, "text": "",
-                           "refs": "", "metadata": _ENCODER.encode({"vec": key}).decode()}, vector=vector)
-                    for (r, _), vector, key in zip(windows, vectors, keys, strict=True)]
+            rows = []
+            for (card, _), vector, key in zip(windows, vectors, keys, strict=True):
+                row = code_window_row(Row(**card))
+                row.vector, row.metadata = vector, _ENCODER.encode({"vec": key}).decode()
+                rows.append(row)
             for session_key in sessions:
                 self._writing(session_key)
             if rows:

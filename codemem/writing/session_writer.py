@@ -225,16 +225,10 @@ class SessionWriter:
                     present.add(key)  # the same session twice in one batch: stored once
                     todo.append((i, req, exp))
             max_tokens = embed_max_tokens or self.settings.embedding.max_tokens
-            texts = [exp.card.task or exp.card.text for _, _, exp in todo]
-            missing = [t for t in dict.fromkeys(texts) if t not in (embedded or {})]
-            by_text = {**(embedded or {}), **dict(zip(missing, self.embedder.embed(missing, max_tokens), strict=True))}
-            vectors = dict(zip(self.embedder.fingerprints(texts, max_tokens), (by_text[t] for t in texts), strict=True))
+            vectors = self._by_fingerprint([exp.card.task or exp.card.text for _, _, exp in todo], max_tokens, embedded)
             if tokens := self.settings.embedding.code_window_tokens:  # the cards' code windows, in one batch
-                windows = list(dict.fromkeys(w for _, _, exp in todo if not exp.metadata.get(CONVERSATION)
-                                             and (w := code_window(exp.card.text))))
-                unseen = [w for w in windows if w not in (embedded or {})]
-                by_text = {**(embedded or {}), **dict(zip(unseen, self.embedder.embed(unseen, tokens), strict=True))}
-                vectors.update(zip(self.embedder.fingerprints(windows, tokens), (by_text[w] for w in windows), strict=True))
+                windows = [w for _, _, exp in todo if not exp.metadata.get(CONVERSATION) and (w := code_window(exp.card.text))]
+                vectors.update(self._by_fingerprint(windows, tokens, embedded))
             rows: list[Row] = []
             for i, req, exp in todo:
                 messages = self._message_rows(req, key_of(req.user_id), key_of(req.user_id, req.request_id), body_key(req))
@@ -249,6 +243,14 @@ class SessionWriter:
                 self.writer.write(Append(rows))
                 self._cards_written(rows)
         return [results[i] for i in range(len(keyed))]
+
+    def _by_fingerprint(self, texts: list[str], max_tokens: int,
+                        embedded: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+        """Each text's vector at `max_tokens` by its fingerprint: from `embedded` (by text)
+        where it is there, the others embedded in one batch."""
+        missing = [t for t in dict.fromkeys(texts) if t not in (embedded or {})]
+        by_text = {**(embedded or {}), **dict(zip(missing, self.embedder.embed(missing, max_tokens), strict=True))}
+        return dict(zip(self.embedder.fingerprints(texts, max_tokens), (by_text[t] for t in texts), strict=True))
 
     def _write_derived(self, derived: derived_rows.Derived, messages: list[Row]) -> None:
         """New messages and the session's derived rows in one commit: an append when the
