@@ -46,8 +46,11 @@ ENCODER_HISTORIES = (
     "rack/rack", "sinatra/sinatra",
 )
 MAX_CHANGES = 1500  # the newest changes read of each history
-_AUTOMATED = re.compile(r"^(bump|build\(deps|chore\(deps|chore\(release|release |prepare release|update changelog|"
-                        r"merge branch|merge pull request #\d+ from \S+/(dependabot|renovate))", re.IGNORECASE)
+# A dependency bot's or a release's change ("Bump x from 1.2 to 1.3", "chore(deps): ...",
+# "Release 2.3.0"); a person's "Bump minimum Python version to 3.9" is kept.
+_AUTOMATED = re.compile(r"^(bump \S+ from \S+ to |bump version|build\(deps|chore\(deps|chore\(release|release |"
+                        r"prepare release|update changelog|merge branch|merge pull request #\d+ from (dependabot|renovate)/)",
+                        re.IGNORECASE)
 _NUMBER = re.compile(r"#(\d+)\b")
 
 
