@@ -36,6 +36,8 @@ import re
 from collections.abc import Mapping
 from datetime import date
 
+import numpy as np
+
 from codemem.ranking.fields import CardFields, idf_of, words
 from codemem.timeline.dates import day_of, resolve
 from codemem.timeline.questions import NOT_ASKED, Asked
@@ -67,38 +69,51 @@ def time_matches(text: str, cards: Mapping[str, CardFields], asked: Asked = NOT_
     order; `asked`: the question reader's reading of `text`."""
     if not cards:
         return {}
-    weight = idf_of(card.text for card in cards.values())
-    query = words(text)
-    held = {key: query & card.text for key, card in cards.items()}
-    mass = {key: sum(weight.get(w, 0.0) for w in mine) for key, mine in held.items()}
-    dated = {key for key, card in cards.items() if card.ms > 0}
-    recency = _recency(dated, cards)
+    query = sorted(words(text))
+    # Only the question's words are ever weighed: their idf over the candidates' cards.
+    weight = idf_of(card.text.intersection(query) for card in cards.values())
+    w = np.asarray([weight.get(word, 0.0) for word in query])
+    held = {key: query_mask(query, card.text) for key, card in cards.items()}
+    mass = {key: float(mine @ w) for key, mine in held.items()}
+    dated = [key for key, card in cards.items() if card.ms > 0]
+    recency = _recency(set(dated), cards)
     best = max((mass[k] for k in dated), default=0.0)
     recency_related = _recency({k for k in dated if best > 0 and mass[k] >= RELATED_SHARE * best}, cards)
     now = max((cards[k].ms for k in dated), default=0)
     spans = named_spans(text, now) if now > 0 else []
     asks = (asked.now, asked.when, asked.asof)
+    newer, older = _same_subject(dated, held, w, cards)
     out: dict[str, tuple[float, ...]] = {}
     for key, card in cards.items():
-        if key not in dated:
+        if key not in newer:
             out[key] = (NOT_KNOWN, NOT_KNOWN, NOT_KNOWN, NOT_KNOWN, *asks, NOT_KNOWN)
             continue
-        mine, total = held[key], mass[key]
-        newer = older = 0.0
-        if total > 0:
-            for other in dated:
-                theirs = held[other]
-                if other == key or not theirs:
-                    continue
-                share = sum(weight.get(w, 0.0) for w in mine & theirs) / total
-                if cards[other].ms > card.ms:
-                    newer = max(newer, share)
-                elif cards[other].ms < card.ms:
-                    older = max(older, share)
         day = day_of(card.ms).isoformat()
         named = float(any(start <= day <= end for start, end in spans))
-        out[key] = (recency[key], recency_related.get(key, 0.0), newer, older, *asks, named)
+        out[key] = (recency[key], recency_related.get(key, 0.0), newer[key], older[key], *asks, named)
     return out
+
+
+def query_mask(query: list[str], text: frozenset[str]) -> np.ndarray:
+    """1.0 for each of the question's words (in `query`'s order) that `text` holds, else 0.0."""
+    return np.fromiter((word in text for word in query), dtype=np.float64, count=len(query))
+
+
+def _same_subject(dated: list[str], held: Mapping[str, np.ndarray], w: np.ndarray,
+                  cards: Mapping[str, CardFields]) -> tuple[dict[str, float], dict[str, float]]:
+    """`newer_same` and `older_same` of each dated candidate: the largest idf-weighted share of
+    the question's words it holds that a newer / an older candidate holds too (0 where it holds
+    none), every pair at once."""
+    if not dated:
+        return {}, {}
+    mine = np.stack([held[k] for k in dated])  # (candidates, question words)
+    ms = np.asarray([cards[k].ms for k in dated])
+    total = mine @ w
+    shared = (mine * w) @ mine.T  # [a, b]: the weight of the words a and b both hold
+    share = np.divide(shared, total[:, None], out=np.zeros_like(shared), where=total[:, None] > 0)
+    newer = np.where(ms[None, :] > ms[:, None], share, 0.0).max(axis=1)
+    older = np.where(ms[None, :] < ms[:, None], share, 0.0).max(axis=1)
+    return dict(zip(dated, newer.tolist(), strict=True)), dict(zip(dated, older.tolist(), strict=True))
 
 
 def _recency(keys: set[str], cards: Mapping[str, CardFields]) -> dict[str, float]:

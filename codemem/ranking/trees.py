@@ -126,12 +126,8 @@ class Trees:
     roots: np.ndarray  # per tree: its root (a node, or ~leaf for a one-leaf tree)
     leaf_value: np.ndarray  # per leaf
     bias: float  # sum of the trees' expected values: the contributions' last column
-    # TreeSHAP, per leaf and player (the distinct features of its path, padded to `players`):
-    player_feature: np.ndarray  # (players, leaves) the column a player stands for
-    zero_fraction: np.ndarray  # (players, leaves) product of its splits' count shares; 1 padding
-    step_node: np.ndarray  # (depth, leaves) the path's nodes; padding: a column of ones
-    step_left: np.ndarray  # (depth, leaves) whether the path goes left there
-    step_elsewhere: np.ndarray  # (players, depth, leaves) the steps that are not that player's
+    # TreeSHAP: the leaves' paths, in groups of leaves with as many players (`LeafPaths`)
+    paths: tuple[LeafPaths, ...]
 
     @classmethod
     def load(cls, path: Path) -> Trees:
@@ -166,11 +162,11 @@ class Trees:
         bias = 0.0
         for tree in trees:  # in tree order, as LightGBM adds them
             bias += tree.expected_value()
+        values = np.asarray(leaf_value, dtype=np.float64)
         return cls(num_feature, feature, np.asarray([n[1] for n in nodes], dtype=np.float64),
                    np.asarray([n[2] for n in nodes], dtype=np.int64), np.asarray([n[3] for n in nodes], dtype=bool),
                    np.asarray([n[4] for n in nodes], dtype=np.int64), np.asarray([n[5] for n in nodes], dtype=np.int64),
-                   np.asarray(roots, dtype=np.int64), np.asarray(leaf_value, dtype=np.float64), bias,
-                   *_players(paths, feature))
+                   np.asarray(roots, dtype=np.int64), values, bias, _grouped(paths, feature, values))
 
     @property
     def num_trees(self) -> int:
@@ -208,12 +204,38 @@ class Trees:
         left = self.goes_left(x)
         rows = left.shape[0]
         left = np.concatenate([left, np.ones((rows, 1), dtype=bool)], axis=1)  # the padding steps' column
+        out = np.zeros(rows * self.num_feature)
+        for group in self.paths:
+            column = np.arange(rows)[:, None] * self.num_feature + group.player_feature[:, None, :]
+            out += np.bincount(column.ravel(), weights=group.shapley(left).ravel(), minlength=rows * self.num_feature)
+        return np.concatenate([out.reshape(rows, self.num_feature), np.full((rows, 1), self.bias)], axis=1)
+
+
+@dataclass(frozen=True)
+class LeafPaths:
+    """Leaves whose paths have the same number of players (distinct features), unrolled for
+    TreeSHAP and padded to the longest path among them with steps every row follows. The work
+    per leaf grows with the square of its players: grouped so, a leaf of two players is not
+    reckoned as one of the model's deepest."""
+
+    leaf_value: np.ndarray  # (leaves,)
+    player_feature: np.ndarray  # (players, leaves) the column a player stands for
+    zero_fraction: np.ndarray  # (players, leaves) product of its splits' count shares
+    step_node: np.ndarray  # (depth, leaves) the path's nodes; padding: the column of ones
+    step_left: np.ndarray  # (depth, leaves) whether the path goes left there
+    player_steps: np.ndarray  # (players, leaves) bit d set where the path's step d is that player's
+
+    def shapley(self, left: np.ndarray) -> np.ndarray:
+        """(players, rows, leaves): each player's Shapley value in each leaf's game, for rows
+        that go left at each node as `left` says (rows, nodes + the padding steps' column)."""
+        rows = left.shape[0]
         players, leaves = self.zero_fraction.shape
-        follows = left[:, self.step_node] == self.step_left  # (rows, depth, leaves)
+        strays = left[:, self.step_node] != self.step_left  # (rows, depth, leaves)
         # one[i]: 1.0 where the row follows every split of player i on the leaf's path, else 0.0
-        on_path = np.ones((players, rows, leaves), dtype=bool)
-        for d in range(follows.shape[1]):
-            on_path &= follows[:, d] | self.step_elsewhere[:, d, None]
+        missed = np.zeros((rows, leaves), dtype=np.int64)  # bit d: the row leaves the path at step d
+        for d in range(strays.shape[1]):
+            missed |= strays[:, d].astype(np.int64) << d
+        on_path = (missed[None] & self.player_steps[:, None, :]) == 0
         one = on_path.astype(np.float64)
         zero = self.zero_fraction[:, None, :]
         # q[k]: the coefficient of t^k in the product over players of (zero + one t), the weight
@@ -236,10 +258,7 @@ class Trees:
         # A player the row leaves: divided by zero_i alone (0 where no training row went that
         # way, as LightGBM's UnwoundPathSum skips it).
         left_out = np.divide(np.tensordot(weight, q[:players], axes=1), zero, out=np.zeros(one.shape), where=zero > 0)
-        phi = np.where(on_path, followed, left_out) * (one - zero) * self.leaf_value
-        column = np.arange(rows)[:, None] * self.num_feature + self.player_feature[:, None, :]
-        out = np.bincount(column.ravel(), weights=phi.ravel(), minlength=rows * self.num_feature)
-        return np.concatenate([out.reshape(rows, self.num_feature), np.full((rows, 1), self.bias)], axis=1)
+        return np.where(on_path, followed, left_out) * (one - zero) * self.leaf_value
 
 
 def _across(child: int, node_base: int, leaf_base: int) -> int:
@@ -247,24 +266,33 @@ def _across(child: int, node_base: int, leaf_base: int) -> int:
     return child + node_base if child >= 0 else ~(~child + leaf_base)
 
 
-def _players(paths: list[list[tuple[int, bool, float]]],
-             feature: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each leaf's path as TreeSHAP sees it: the distinct features split on (a feature split on
-    twice is one player whose fractions are the products of its splits'), padded to the longest
-    with players whose fractions are both 1 and with steps every row follows."""
-    depth = max((len(p) for p in paths), default=0) or 1
-    players = max((len({int(feature[n]) for n, _, _ in p}) for p in paths), default=0) or 1
-    player_feature = np.zeros((players, len(paths)), dtype=np.int64)
-    zero_fraction = np.ones((players, len(paths)))
-    step_node = np.full((depth, len(paths)), len(feature), dtype=np.int64)  # the column of ones
-    step_left = np.ones((depth, len(paths)), dtype=bool)
-    step_player = np.full((depth, len(paths)), -1, dtype=np.int64)
-    for leaf, path in enumerate(paths):
-        slot: dict[int, int] = {}
-        for d, (node, left, share) in enumerate(path):
-            f = int(feature[node])
-            p = slot.setdefault(f, len(slot))
-            player_feature[p, leaf] = f
-            zero_fraction[p, leaf] = share * zero_fraction[p, leaf]
-            step_node[d, leaf], step_left[d, leaf], step_player[d, leaf] = node, left, p
-    return player_feature, zero_fraction, step_node, step_left, step_player[None] != np.arange(players)[:, None, None]
+def _grouped(paths: list[list[tuple[int, bool, float]]], feature: np.ndarray,
+             leaf_value: np.ndarray) -> tuple[LeafPaths, ...]:
+    """Each leaf's path as TreeSHAP sees it, the distinct features split on (a feature split on
+    twice is one player whose fractions are the products of its splits'), in groups of leaves
+    with as many players (`LeafPaths`)."""
+    players = [len({int(feature[n]) for n, _, _ in p}) for p in paths]
+    groups = []
+    for count in sorted(set(players)):
+        leaves = [i for i, p in enumerate(players) if p == count]
+        group = [paths[i] for i in leaves]
+        depth = max((len(p) for p in group), default=0) or 1
+        if depth > 62:
+            raise UnsupportedModel(f"a path of {depth} splits (at most 62 are evaluated here)")
+        width = max(count, 1)
+        player_feature = np.zeros((width, len(group)), dtype=np.int64)
+        zero_fraction = np.ones((width, len(group)))
+        step_node = np.full((depth, len(group)), len(feature), dtype=np.int64)  # the column of ones
+        step_left = np.ones((depth, len(group)), dtype=bool)
+        player_steps = np.zeros((width, len(group)), dtype=np.int64)
+        for leaf, path in enumerate(group):
+            slot: dict[int, int] = {}
+            for d, (node, left, share) in enumerate(path):
+                f = int(feature[node])
+                p = slot.setdefault(f, len(slot))
+                player_feature[p, leaf] = f
+                zero_fraction[p, leaf] = share * zero_fraction[p, leaf]
+                step_node[d, leaf], step_left[d, leaf] = node, left
+                player_steps[p, leaf] |= 1 << d
+        groups.append(LeafPaths(leaf_value[leaves], player_feature, zero_fraction, step_node, step_left, player_steps))
+    return tuple(groups)

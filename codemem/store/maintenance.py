@@ -21,6 +21,11 @@ un-compacted (a bulk import stopped right after its last write) sees no new comm
 every Search scans the loose fragments and the unindexed tail until the next write. So the
 first round runs at once and looks at the store itself, and any round compacts a store
 past its bounds (`Maintenance`), in the background: Searches keep answering meanwhile.
+
+A round's index work runs beside the writes, so Adds that land during it are in the version
+the round ends at but not in its indexes: a round that ends with rows left unindexed is
+followed by another once writes go quiet. Otherwise the last Adds of a burst that landed
+mid-round would wait, unindexed and in loose fragments, for the next write.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ class Compactor:
         self.runs = 0
         self.last_error: str | None = None
         self.failures = 0
+        self.left_behind = False  # the last round ended with rows that landed during it, not indexed
+        self._unindexed = 0  # rows the last round left outside the indexes
         self._compacted_at = store.version()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="codemem-compactor", daemon=True)
@@ -53,11 +60,12 @@ class Compactor:
             self._thread.start()
 
     def due(self, pending: int, quiet: bool, first: bool) -> bool:
-        """Whether a round should compact: enough commits, writes gone quiet, or (at start-up,
+        """Whether a round should compact: enough commits, writes gone quiet (after commits, or
+        after a round that writes overtook), or (at start-up,
         after any commit, or after a failed round) a store past its bounds. A failed round is
         retried even when no write came since: otherwise a store left past its bounds by the
         failure stays so until the next write."""
-        if pending >= self.maintenance.min_writes or (pending > 0 and quiet):
+        if pending >= self.maintenance.min_writes or ((pending > 0 or self.left_behind) and quiet):
             return True
         retry = first or pending > 0 or self.last_error is not None
         return retry and self.maintenance.exceeded(self.store.stats())
@@ -80,9 +88,16 @@ class Compactor:
             self.last_error = type(exc).__name__
             log.info("compaction round failed (%s: %.300s); the next one holds the write lock", type(exc).__name__, exc)
         finally:
-            self._compacted_at = self.store.version()
-            self.store.locks.compaction.record(self._compacted_at)
-            self.store.locks.compaction.release()
+            try:
+                stats = self.store.stats()
+                self._compacted_at = stats["version"]
+                self.store.locks.compaction.record(self._compacted_at)
+                # A follow-up round that indexed nothing more is not followed again (no busy loop).
+                unindexed = stats["unindexed_rows"]
+                self.left_behind = unindexed > 0 and (not self.left_behind or unindexed < self._unindexed)
+                self._unindexed = unindexed
+            finally:
+                self.store.locks.compaction.release()
         return True
 
     def stop(self) -> None:

@@ -328,3 +328,27 @@ def test_compaction_lands_while_upserts_touch_the_fragments_it_rewrites(
     cards = store.rows("kind = 'card'", ["text"])
     assert sorted(str(r["text"]) for r in cards) == [f"card {c} version {rounds}" for c in range(6)]
     assert store.count("kind = 'message'") == 60 + rounds
+
+
+def test_rows_that_land_during_a_round_are_indexed_by_a_round_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round's index work runs beside the writes: an Add that commits while it runs is in
+    the version the round ends at but not in its indexes. The compactor must not take those
+    rows as compacted: once writes go quiet it runs again, and stops once nothing is left."""
+    store = _loose_store(tmp_path, commits=3, rows_each=10)
+    compactor = Compactor(store, Maintenance(interval_s=0, min_writes=50))
+    real_optimize = store.optimize
+
+    def overtaken(keep: timedelta, exclusive: bool = False) -> None:
+        real_optimize(keep, exclusive=exclusive)
+        store.append(_message_rows(["landed mid-round"], request="late"))  # after the round's index snapshot
+
+    monkeypatch.setattr(store, "optimize", overtaken)
+    assert compactor.run_once()
+    monkeypatch.setattr(store, "optimize", real_optimize)
+    assert compactor.pending() == 0 and store.stats()["unindexed_rows"] == 1
+    assert compactor.due(pending=0, quiet=True, first=False)
+    assert compactor.run_once()
+    assert store.stats()["unindexed_rows"] == 0
+    assert store.fts("landed", USER, 5)[0].id.startswith("m_")
+    assert not compactor.due(pending=compactor.pending(), quiet=True, first=False)  # no busy loop

@@ -91,7 +91,7 @@ def session_queries(cache: Path) -> list[dict]:
         for q in map(json.loads, (folder / "queries.jsonl").open()):
             if q["labels"]:
                 pool = [m for m in q["memory"] if m in cards]
-                out.append({"kind": "session", "source": run, "text": q["text"],
+                out.append({"kind": "session", "source": run, "repo": q["repo"].split("/")[1], "text": q["text"],
                             "labels": {f"{run}:{m}": v for m, v in q["labels"].items()},
                             "pool": {f"{run}:{m}": cards[m] for m in pool}})
     return out
@@ -127,7 +127,7 @@ def commit_queries(cache: Path) -> list[dict]:
                 cards[r["session_id"].removeprefix("git:")] = r["text"]
         for q in qs:
             held = {f"{repo}:{s}": cards[s] for s in pools[q["query"]] if s in cards}
-            out.append({"kind": "commit", "source": repo, "text": q["text"],
+            out.append({"kind": "commit", "source": repo, "repo": repo, "text": q["text"],
                         "labels": {f"{repo}:{s}": v for s, v in q["labels"].items()}, "pool": held})
     return out
 
