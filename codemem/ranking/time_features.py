@@ -69,11 +69,14 @@ def time_matches(text: str, cards: Mapping[str, CardFields], asked: Asked = NOT_
     order; `asked`: the question reader's reading of `text`."""
     if not cards:
         return {}
-    query = sorted(words(text))
+    asked_words = words(text)
+    query = sorted(asked_words)
+    shared = {key: asked_words & card.text for key, card in cards.items()}
     # Only the question's words are ever weighed: their idf over the candidates' cards.
-    weight = idf_of(card.text.intersection(query) for card in cards.values())
+    weight = idf_of(shared.values())
     w = np.asarray([weight.get(word, 0.0) for word in query])
-    held = {key: query_mask(query, card.text) for key, card in cards.items()}
+    position = {word: i for i, word in enumerate(query)}
+    held = {key: query_mask(position, mine) for key, mine in shared.items()}
     mass = {key: float(mine @ w) for key, mine in held.items()}
     dated = [key for key, card in cards.items() if card.ms > 0]
     recency = _recency(set(dated), cards)
@@ -94,9 +97,11 @@ def time_matches(text: str, cards: Mapping[str, CardFields], asked: Asked = NOT_
     return out
 
 
-def query_mask(query: list[str], text: frozenset[str]) -> np.ndarray:
-    """1.0 for each of the question's words (in `query`'s order) that `text` holds, else 0.0."""
-    return np.fromiter((word in text for word in query), dtype=np.float64, count=len(query))
+def query_mask(position: Mapping[str, int], held: frozenset[str]) -> np.ndarray:
+    """1.0 at the `position` of each of the question's words among `held`, else 0.0."""
+    mask = np.zeros(len(position))
+    mask[[position[word] for word in held]] = 1.0
+    return mask
 
 
 def _same_subject(dated: list[str], held: Mapping[str, np.ndarray], w: np.ndarray,
