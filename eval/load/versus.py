@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from eval._paths import RESULTS
+from eval._paths import RESULTS, SWE_LITE
 from eval._provenance import provenance, write_result
 from eval._server import REPO_ROOT
 
@@ -56,8 +56,8 @@ def run_side(root: Path, out: Path, users: int, idle_s: float) -> dict[str, Any]
     env = {**os.environ, "PYTHONPATH": str(root)}
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "eval.load.scale", "--users", str(users), "--idle-s", str(idle_s),
-                    "--out", str(out / "scale.json")], cwd=root, env=env, check=True)
+    subprocess.run([sys.executable, "-m", "eval.load.scale", "--data", str(SWE_LITE), "--users", str(users),
+                    "--idle-s", str(idle_s), "--out", str(out / "scale.json")], cwd=root, env=env, check=True)
     subprocess.run([sys.executable, "-m", "eval.load.cli_latency", "--repo", str(REPO_ROOT),
                     "--out", str(out / "cli")], cwd=root, env=env, check=True)
     return {"scale": json.loads((out / "scale.json").read_text()),
