@@ -56,6 +56,8 @@ FILE_LABELS: dict[str, str] = {
     "time-features-trial.json": "training",
     "ranker-without-projects.json": "training",
     "windows-trial.json": "training",
+    "adapter-trial.json": "training",
+    "versus-97be416.json": "measurement",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
     "decisions-suite3.json": "validation",
@@ -342,6 +344,15 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "{} / {} (task) -> {} / {} ({})".format(
                *(r["results"]["task (today)"][k]["mrr"] for k in ("session", "commit")),
                *(r["results"][r["chosen"]][k]["mrr"] for k in ("session", "commit")), r["chosen"])),
+    Figure("adapter-trial.json", "a query-side adapter trained on public change pairs, dense signal alone, out of fold "
+           "(each query's repository held out of its adapter's pairs), training sessions / reports against commits: MRR",
+           lambda r: "{} / {} (task+code) -> {} / {} (adapted on code), {} / {} (adapted on both); chosen: {}".format(
+               *(r["results"][v][k]["mrr"] for v in ("task+code", "adapted on code", "adapted on both")
+                 for k in ("session", "commit")), r["chosen"])),
+    Figure("versus-97be416.json", "cost against 97be416, side by side in one run (4 users of the 300 SWE-ContextBench "
+           "trajectories; this checkout / 97be416)",
+           lambda r: "; ".join(f"{name} {row['ratio']}x{'' if 'met' not in row else (' (met)' if row['met'] else ' (NOT met)')}"
+                               for name, row in r["figures"].items() if row.get("ratio") is not None)),
     Figure("ranker-without-projects.json", "what training on the dated projects costs the agent sessions: the shipped model "
            "(today's features, projects in its data) against the same trained without them, same folds, 509 session queries",
            lambda r: "session hit@1 {:.3f} with projects, {:.3f} without; OpenHands check {:.3f} / {:.3f}; commits {:.3f} / {:.3f}".format(

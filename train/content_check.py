@@ -215,13 +215,17 @@ def check(training: list[Text], validation: list[Text]) -> list[Match]:
     return sorted(found.values(), key=lambda m: (m.training.file, m.rule, m.validation.file))
 
 
-def repository_matches(root: Path = REPO_ROOT, shared: Path = SHARED_DATA) -> list[Match]:
-    """The check on this repository's training files and every validation set (the shared
-    data's too: a missing shared folder is an error, not a pass)."""
+def validation_texts(root: Path = REPO_ROOT, shared: Path = SHARED_DATA) -> list[Text]:
+    """Every validation set's texts (the shared data's too: a missing shared folder is an
+    error, not a pass)."""
     if not shared.is_dir():
         raise FileNotFoundError(f"the shared data folder {shared} is missing: the content check needs its dev sets")
-    validation = gather(root, VALIDATION) + gather(shared, SHARED_VALIDATION, prefix="shared/data/")
-    return check(gather(root, TRAINING), validation)
+    return gather(root, VALIDATION) + gather(shared, SHARED_VALIDATION, prefix="shared/data/")
+
+
+def repository_matches(root: Path = REPO_ROOT, shared: Path = SHARED_DATA) -> list[Match]:
+    """The check on this repository's training files and every validation set."""
+    return check(gather(root, TRAINING), validation_texts(root, shared))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,7 +76,7 @@ def time_matches(text: str, cards: Mapping[str, CardFields], asked: Asked = NOT_
     weight = idf_of(shared.values())
     w = np.asarray([weight.get(word, 0.0) for word in query])
     position = {word: i for i, word in enumerate(query)}
-    held = {key: query_mask(position, mine) for key, mine in shared.items()}
+    held = {key: _query_mask(position, mine) for key, mine in shared.items()}
     mass = {key: float(mine @ w) for key, mine in held.items()}
     dated = [key for key, card in cards.items() if card.ms > 0]
     recency = _recency(set(dated), cards)
@@ -97,7 +97,7 @@ def time_matches(text: str, cards: Mapping[str, CardFields], asked: Asked = NOT_
     return out
 
 
-def query_mask(position: Mapping[str, int], held: frozenset[str]) -> np.ndarray:
+def _query_mask(position: Mapping[str, int], held: frozenset[str]) -> np.ndarray:
     """1.0 at the `position` of each of the question's words among `held`, else 0.0."""
     mask = np.zeros(len(position))
     mask[[position[word] for word in held]] = 1.0

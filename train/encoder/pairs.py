@@ -11,7 +11,9 @@ window (`codemem.experience.building.render.code_window`). What is left out:
   `train.data.evaluation_task_keys`): its fix may be an evaluation gold;
 - changes with a message of fewer than four words, or no code window (a change of nothing
   but binary or generated files), and automated ones (dependency bumps, releases);
-- every source not in the licence table (`train.licences.require_training`).
+- every source not in the licence table (`train.licences.require_training`);
+- a change whose message shares an 8-word run with any validation text (`fresh`, the
+  content check of `train.content_check`): a commit that quotes an evaluation report.
 
     python -m train.encoder.pairs --mirrors /work/.mirror --shared ../shared/data --out PAIRS.jsonl
 """
@@ -29,6 +31,7 @@ from pathlib import Path
 from codemem.experience.building.render import code_window
 from codemem.git.cards import commit_to_experience
 from codemem.git.log import iter_changes
+from train.content_check import Text, check, validation_texts
 from train.data import evaluation_task_keys, is_never_repo, task_key_of
 from train.licences import require_training
 from train.past_fixes.build_data import HISTORIES as PAST_FIX_HISTORIES
@@ -86,6 +89,15 @@ def pairs_of(repository: str, git_dir: Path, work: Path, evaluation: frozenset[s
     return out
 
 
+def fresh(pairs: list[dict[str, str]], validation: list[Text]) -> tuple[list[dict[str, str]], list[str]]:
+    """The pairs whose message shares no 8-word run with a validation text
+    (`train.content_check.validation_texts`), and the repository@sha of those left out (each
+    pair is its own file to `train.content_check.check`)."""
+    texts = [Text(f"{p['repo']}@{p['sha']}", "message", "body", p["message"]) for p in pairs]
+    copied = {m.training.file for m in check(texts, validation) if m.rule == "8-word run"}
+    return [p for p in pairs if f"{p['repo']}@{p['sha']}" not in copied], sorted(copied)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
@@ -95,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="where the histories are walked (clones sharing the mirrors' objects)")
     args = parser.parse_args(argv)
     evaluation = evaluation_task_keys(args.shared)
+    validation = validation_texts(shared=args.shared)
     counts: Counter[str] = Counter()
     per_repo = {}
     started = time.monotonic()
@@ -104,7 +117,8 @@ def main(argv: list[str] | None = None) -> None:
             git_dir = args.mirrors / repository.replace("/", "+") / "repo"
             if not (git_dir / "HEAD").is_file():
                 sys.exit(f"missing history {repository}: fetch github:{repository}")
-            rows = pairs_of(repository, git_dir, args.work, evaluation, counts)
+            rows, copied = fresh(pairs_of(repository, git_dir, args.work, evaluation, counts), validation)
+            counts["shares an 8-word run with validation text"] += len(copied)
             per_repo[repository] = len(rows)
             for row in rows:
                 f.write(json.dumps(row) + "\n")
