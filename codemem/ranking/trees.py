@@ -17,8 +17,9 @@ on its path, a player's "zero fraction" the share of the training rows its split
 path (the node counts in the file) and its "one fraction" 1 when the row goes that way, else 0;
 a feature's contribution is the sum over leaves of its Shapley value in that game. LightGBM
 walks the tree recursively per row; here the paths are unrolled once at load time and the
-Shapley weights computed for every leaf and row at once, which gives the same values (a path
-padded with players whose fractions are both 1 leaves every other player's value unchanged).
+Shapley weights computed for every leaf and row at once, in groups of leaves with as many
+players (the work is quadratic in them), which gives the same values (a path padded with
+steps every row follows keeps its game).
 """
 
 from __future__ import annotations
