@@ -52,6 +52,8 @@ from train.encoder.windows_trial import (
     _embed,
     _load_kept,
     commit_queries,
+    figures,
+    related_rank,
     session_queries,
     window_texts,
 )
@@ -103,7 +105,7 @@ def score(queries: list[dict], qvec: dict[str, np.ndarray], task_vec: Callable[[
     """Dense-only hit@1, hit@5 and MRR of each variant per kind of query, every query with
     the adapter its repository was held out of."""
     variants = ("task+code", "adapted on code", "adapted on both")
-    rows: dict[str, dict[str, list[tuple[float, float, float]]]] = {v: {} for v in variants}
+    ranks: dict[str, dict[str, list[int | None]]] = {v: {} for v in variants}
     for q in queries:
         raw = qvec[q["text"]]
         adapted = _normalise(raw @ adapters[q["repo"]])
@@ -117,13 +119,8 @@ def score(queries: list[dict], qvec: dict[str, np.ndarray], task_vec: Callable[[
                 if code is not None:
                     s = max(s, float(code @ on_code))
                 scored.append((s, cid))
-            order = [cid for _, cid in sorted(scored, key=lambda t: (-t[0], t[1]))]
-            first = next((i for i, cid in enumerate(order) if cid in q["labels"]), None)
-            rows[variant].setdefault(q["kind"], []).append(
-                (float(first == 0), float(first is not None and first < 5), 0.0 if first is None else 1 / (first + 1)))
-    return {v: {kind: {"queries": len(r), **{name: round(float(np.mean([x[i] for x in r])), 4)
-                                            for i, name in enumerate(("hit@1", "hit@5", "mrr"))}}
-                for kind, r in per_kind.items()} for v, per_kind in rows.items()}
+            ranks[variant].setdefault(q["kind"], []).append(related_rank(scored, q["labels"]))
+    return {v: figures(per_kind) for v, per_kind in ranks.items()}
 
 
 def choose(results: dict) -> str:

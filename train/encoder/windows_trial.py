@@ -31,7 +31,7 @@ import json
 import pickle
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,7 @@ import numpy as np
 from codemem.encoders import MiniLMEmbedder
 from codemem.experience.building.render import CODE_SECTIONS, card_sections, code_window
 from eval._provenance import finish, provenance
+from eval.replay.metrics import hit_at, reciprocal_rank
 
 TASK_TOKENS = {"session": 256, "commit": 64}  # what a card's vector reads today, per kind
 WINDOW_TOKENS = 128
@@ -184,7 +185,7 @@ def score(queries: list[dict], embedder: MiniLMEmbedder,
 
     results: dict[str, dict[str, dict[str, float]]] = {}
     for variant, names in VARIANTS.items():
-        per_kind: dict[str, list[tuple[float, float, float]]] = {}
+        per_kind: dict[str, list[int | None]] = {}
         for q in queries:
             qv = qvec[q["text"]]
             scored = []
@@ -196,15 +197,25 @@ def score(queries: list[dict], embedder: MiniLMEmbedder,
                 else:
                     s = max(float(v @ qv) for v in vs)
                 scored.append((s, cid))
-            order = [cid for _, cid in sorted(scored, key=lambda t: (-t[0], t[1]))]
-            first = next((i for i, cid in enumerate(order) if cid in q["labels"]), None)
-            per_kind.setdefault(q["kind"], []).append(
-                (float(first == 0), float(first is not None and first < 5), 0.0 if first is None else 1 / (first + 1)))
-        results[variant] = {kind: {"queries": len(rows), **{name: round(float(np.mean([r[i] for r in rows])), 4)
-                                                             for i, name in enumerate(("hit@1", "hit@5", "mrr"))}}
-                            for kind, rows in per_kind.items()}
+            per_kind.setdefault(q["kind"], []).append(related_rank(scored, q["labels"]))
+        results[variant] = figures(per_kind)
         print(variant, results[variant], file=sys.stderr)
     return results
+
+
+def related_rank(scored: list[tuple[float, str]], labels: Mapping[str, object]) -> int | None:
+    """The 1-based rank of the first related candidate of (score, id) pairs, best first, ties
+    by id (None: none is related)."""
+    order = [cid for _, cid in sorted(scored, key=lambda t: (-t[0], t[1]))]
+    return next((i for i, cid in enumerate(order, 1) if cid in labels), None)
+
+
+def figures(ranks: Mapping[str, list[int | None]]) -> dict[str, dict[str, float]]:
+    """hit@1, hit@5 and MRR per kind of query, from each query's `related_rank`."""
+    return {kind: {"queries": len(r), "hit@1": round(float(np.mean([hit_at(x, 1) for x in r])), 4),
+                   "hit@5": round(float(np.mean([hit_at(x, 5) for x in r])), 4),
+                   "mrr": round(float(np.mean([reciprocal_rank(x) for x in r])), 4)}
+            for kind, r in ranks.items()}
 
 
 def choose(results: dict[str, dict[str, dict[str, float]]]) -> str:
