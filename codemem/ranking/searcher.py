@@ -238,7 +238,10 @@ class Searcher:
         if any(held[k].ms > 0 for k in keys if k in held):  # what the question asks of time matters among dated sessions
             signals.asked = questions.packaged().read(text, vector)
             if not set(TIME_FEATURES).isdisjoint(self.ranker.features):
-                signals.time = time_matches(text, {k: held[k] for k in keys if k in held}, signals.asked)
+                # A commit's time features read "not known", as in training: a past-fix history
+                # is cut around its fix, so its dates would say how it was cut (`train.ranker.train`).
+                signals.time = time_matches(text, {k: held[k] for k in keys if k in held and k not in signals.commits},
+                                            signals.asked)
         return signals, items
 
     def _commit_ranks(self, user_key: str, query: Query, subjects: SubjectIndex, limit: int) -> dict[str, dict[str, int]]:

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from pathlib import Path
 
+from codemem.contract.types import AddRequest, Message
+from codemem.importers.git import ingest_git
+from codemem.memory import Memory
 from codemem.ranking.fields import CardFields
+from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.ranking.time_features import TIME_FEATURES, covered_by, time_matches
+from codemem.store.schema import key_of
 from codemem.timeline.questions import Asked
+from tests.history import build_history
 
 
 def _ms(day: str) -> int:
@@ -114,3 +121,17 @@ def test_an_unknown_newest_first_choice_is_refused() -> None:
 
     with pytest.raises(ValueError, match="newest_first_when_now"):
         DEFAULT_SEARCH.replace({"calibration.newest_first_when_now": "always"})
+
+
+def test_at_search_a_commit_s_time_features_read_not_known_and_a_dated_session_s_are_read(memory: Memory, tmp_path: Path) -> None:
+    # The model learns commits undated (a past-fix history is cut around its fix), so at Search
+    # a commit's time features must read "not known" however its card is dated.
+    ingest_git(memory, str(build_history(tmp_path / "flask").path), "repo", progress=False)
+    memory.add(AddRequest("a1", "repo", "fix-blueprint", [
+        Message("user", "Registering a blueprint twice with differing names fails", timestamp=_ms("2024-02-01")),
+        Message("assistant", "Fixed the blueprint name check in flask/app.py", timestamp=_ms("2024-02-01"))]))
+    memory.refresher.flush()
+    signals, _ = memory.signals("repo", "registering a blueprint twice", DEFAULT_SEARCH, 50)
+    assert signals.commits, "the history's commits are candidates"
+    assert key_of("repo", "fix-blueprint") in signals.time
+    assert signals.commits.isdisjoint(signals.time)

@@ -13,7 +13,15 @@ import pytest
 
 from codemem.contract.types import Message
 from train.data import EXCLUDED
-from train.ranker.build_data import chosen_agent, main, mixed, own_sessions
+from train.ranker.build_data import (
+    ADD_EVERY_MS,
+    FIRST_ADD_MS,
+    added_at,
+    chosen_agent,
+    main,
+    mixed,
+    own_sessions,
+)
 
 AGENTS = ["mini", "vorflux", "openhands"]
 
@@ -110,3 +118,13 @@ def test_an_agent_run_is_read_at_the_commit_its_argument_pins() -> None:
     assert parse_agent("mini=/m/gruckion+mini-swe-agent/repo@d12a71a") == ("mini", (Path("/m/gruckion+mini-swe-agent/repo"), "d12a71a"))
     assert parse_agent("vorflux=/data/sessions/vorflux") == ("vorflux", (Path("/data/sessions/vorflux"), "HEAD"))
     assert parse_agent("mini=/home/me@work/sessions") == ("mini", (Path("/home/me@work/sessions"), "HEAD"))
+
+
+def test_a_replay_s_sessions_are_dated_in_the_order_it_added_them() -> None:
+    # Each record is written just before its own task is Added; a repository's first task is
+    # Added without a record, before the first record whose memory holds it.
+    records = [{"query": "a-2", "memory": ["a-1"]}, {"query": "b-2", "memory": ["a-1", "a-2", "b-1"]},
+               {"query": "a-3", "memory": ["a-1", "a-2", "b-1", "b-2"]}]
+    step = {iid: (ms - FIRST_ADD_MS) / ADD_EVERY_MS for iid, ms in added_at(records).items()}
+    assert step == {"a-1": -0.25, "a-2": 0.5, "b-1": 0.75, "b-2": 1.5, "a-3": 2.5}
+    assert sorted(step, key=lambda iid: step[iid]) == ["a-1", "a-2", "b-1", "b-2", "a-3"]

@@ -190,6 +190,27 @@ def signals_from(record: dict[str, Any]) -> SessionSignals:
                           fields={k: tuple(v) for k, v in record.get("fields", {}).items()})
 
 
+# Where `added_at` dates the first session Added, and how far apart the Adds are.
+FIRST_ADD_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
+ADD_EVERY_MS = 86_400_000  # a day
+
+
+def added_at(records: list[dict[str, Any]]) -> dict[str, int]:
+    """When each session of a replay was Added (Unix ms), read back from its query records in
+    the order `replay` wrote them. The replay Adds its sessions undated; the service dates
+    every Add, and its time features read those dates, so a model trained on undated sessions
+    would meet dated ones only at Search. Each record is written just before its own task is
+    Added: that session is dated half a step after its record; a session Added without a
+    record of its own (its repository's first) is dated a quarter step before the first
+    record whose memory holds it. One step is `ADD_EVERY_MS` from `FIRST_ADD_MS`."""
+    steps: dict[str, float] = {}
+    for n, rec in enumerate(records):
+        for held in rec["memory"]:
+            steps.setdefault(held, n - 0.25)
+        steps[rec["query"]] = n + 0.5  # Added after this record (if its run has a session)
+    return {iid: FIRST_ADD_MS + round(step * ADD_EVERY_MS) for iid, step in steps.items()}
+
+
 def replay_settings(data_dir: Path) -> Settings:
     """A replay's memory: the product's settings, less the background compactor. Its rounds
     land wherever the clock puts them between Adds and Searches, and a Search's BM25 scores

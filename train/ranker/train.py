@@ -78,7 +78,7 @@ from train.licences import require_training
 from train.past_fixes.build_data import HISTORIES
 from train.provenance import file_sha256, tree_state
 from train.ranker import absence, ship_rule
-from train.ranker.build_data import signals_from
+from train.ranker.build_data import added_at, signals_from
 from train.ranker.featureset import CANDIDATES, PURPOSE, REFERENCE, columns, monotone
 
 # "weighting": every candidate counts once, or every query once (its candidates share a weight
@@ -201,14 +201,17 @@ def load_sessions(path: Path, trains: bool = True, kind: str = "session", questi
     cards: dict[str, CardFields] = {}
     locations = LocationIndex()
     rows = [json.loads(line) for line in (path / "cards.jsonl").read_text().splitlines()]
-    # The replays Added sessions without dates (their order of Adds is an artefact of the
-    # replay): their cards are not dated, and their time features read "not known".
+    records = [json.loads(line) for line in (path / "queries.jsonl").read_text().splitlines()]
+    # The replays Added sessions without dates; the service dates every Add and reads time
+    # features among dated sessions, so a replay's sessions are dated in the order it Added
+    # them (`build_data.added_at`: each repository's tasks in their number order).
+    dates = added_at(records) if kind == "session" else {}
     for card in rows:
-        cards[card["id"]] = CardFields.of(card["text"], card["metadata"], card.get("timestamp") or 0)
+        cards[card["id"]] = CardFields.of(card["text"], card["metadata"],
+                                          card.get("timestamp") or dates.get(card["id"], 0))
         if trains and kind == "session" and card.get("agent"):
             require_training(str(card["agent"]), f"sessions in {path}")
     locations.put({"session_key": c["id"], "refs": c.get("refs", ""), "metadata": c["metadata"]} for c in rows)
-    records = [json.loads(line) for line in (path / "queries.jsonl").read_text().splitlines()]
     readings = asked_of([str(r["text"]) for r in records], questions) if any(c.ms > 0 for c in cards.values()) else {}
     out = []
     for rec in records:
