@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from codemem.config import Embedding
 from codemem.contract.types import AddRequest, Message, SearchRequest
@@ -41,9 +40,6 @@ def _add_project(memory: Memory, user: str) -> None:
         memory.add(AddRequest(f"{s['id']}-0", user, s["id"], messages))
 
 
-@pytest.mark.xfail(strict=True, reason="the decision reader misses the plain 'We use Alembic for database "
-                   "migrations.' (P 0.49 against its threshold 0.683 at make train's retrain for issue 53), so the older "
-                   "statement is not marked superseded; a reader that reads it (issue 55) turns this into a pass")
 def test_the_current_value_comes_first_and_the_superseded_one_is_marked(memory: Memory) -> None:
     # Given two statements of a decision, the first said as plainly as people say it.
     said = ["Omar: We use Alembic for database migrations.", "Omar: We switched from Alembic to Aerich for database migrations."]
