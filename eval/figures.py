@@ -61,6 +61,8 @@ FILE_LABELS: dict[str, str] = {
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
     "decisions-suite3.json": "validation",
+    "decisions-suite4.json": "validation",
+    "decisions-suite4-three-files.json": "validation",
     "decisions-phrases.json": "validation",
     "staleness-ripgrep.json": "validation",
     "staleness-caddy.json": "validation",
@@ -366,6 +368,11 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
     Figure("decisions-suite3.json", "decision reader on a third suite (150 decisions, 150 look-alikes from seven sources; "
            "issue 53, written from a brief alone, scored once; the first two are spent)",
+           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+    Figure("decisions-suite4.json", "decision reader on a fourth suite (150 decisions, 150 look-alikes from seven sources; "
+           "issue 55, written from a brief alone by a helper who wrote no training text, scored once per reader)",
+           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+    Figure("decisions-suite4-three-files.json", "the reader before issue 55's training texts, same suite",
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
     Figure("decisions-phrases.json", "the phrase readings it replaced, same suite",
            lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
