@@ -33,6 +33,7 @@ from eval._provenance import header, provenance, write_result
 from eval._server import free_port
 
 QUERY = "server returns 500 when the request body is too large"
+NOTHING_RELATED = "Nothing closely related"  # `codemem search`'s answer, exit status 1, where nothing is
 TARGET_S = 2.0  # a first answer beside a server, and from MCP
 COLD_TARGET_S = 1.0  # a cold `codemem search`
 
@@ -41,15 +42,21 @@ def _codemem(*args: str) -> list[str]:
     return [sys.executable, "-P", "-m", "cli", *args]
 
 
-def _timed(cmd: list[str], env: dict[str, str], cwd: Path, cpu: list[float] | None = None) -> float:
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path, cpu: list[float] | None = None,
+           empty: list[bool] | None = None) -> float:
     """Wall seconds of one run; its CPU seconds (user + system, all threads) are appended to
-    `cpu`, which other work on a shared machine does not inflate as it does the wall time."""
+    `cpu`, which other work on a shared machine does not inflate as it does the wall time.
+    `empty`: the run is a `codemem search`, whose exit status 1 with its "nothing closely
+    related" line is an answer, not a failure; whether it answered so is appended."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
     elapsed = time.perf_counter() - start
-    if done.returncode != 0:
+    nothing = empty is not None and done.returncode == 1 and NOTHING_RELATED in done.stdout
+    if done.returncode != 0 and not nothing:
         raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
+    if empty is not None:
+        empty.append(nothing)
     if cpu is not None:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -61,8 +68,8 @@ def _summary(values: list[float]) -> dict[str, float]:
             "max_s": round(max(values), 3), "runs": len(values)}
 
 
-def cold_searches(env: dict[str, str], repo: Path, runs: int, cpu: list[float]) -> list[float]:
-    return [_timed(_codemem("search", "--top-k", "5", QUERY), env, repo, cpu) for _ in range(runs)]
+def cold_searches(env: dict[str, str], repo: Path, runs: int, cpu: list[float], empty: list[bool]) -> list[float]:
+    return [_timed(_codemem("search", "--top-k", "5", QUERY), env, repo, cpu, empty) for _ in range(runs)]
 
 
 def served_searches(env: dict[str, str], repo: Path, runs: int, data_dir: Path) -> tuple[list[float], float]:
@@ -79,7 +86,7 @@ def served_searches(env: dict[str, str], repo: Path, runs: int, data_dir: Path) 
                 raise RuntimeError("codemem serve did not come up")
             time.sleep(0.2)
         ready = time.perf_counter() - start
-        return [_timed(_codemem("search", "--top-k", "5", QUERY), env, repo) for _ in range(runs)], ready
+        return [_timed(_codemem("search", "--top-k", "5", QUERY), env, repo, empty=[]) for _ in range(runs)], ready
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -119,7 +126,8 @@ def run(repo: Path, max_commits: int, runs: int) -> dict[str, Any]:
         ingest_s = _timed(_codemem("ingest-git", "--max-commits", str(max_commits), str(repo)), env, repo)
         load = os.getloadavg()
         cold_cpu: list[float] = []
-        cold = cold_searches(env, repo, runs, cold_cpu)
+        cold_empty: list[bool] = []
+        cold = cold_searches(env, repo, runs, cold_cpu, cold_empty)
         served, serve_ready_s = served_searches(env, repo, runs, data_dir)
         mcp = mcp_first_calls(env, repo, max(1, runs // 2 + 1))
         lancedb_s = _lancedb_import_s(env)
@@ -131,7 +139,8 @@ def run(repo: Path, max_commits: int, runs: int) -> dict[str, Any]:
                     "load_average_after": [round(x, 2) for x in load_after]},
         "setup": {"repo": str(repo), "commits": max_commits, "ingest_s": round(ingest_s, 1),
                   "query": QUERY, "lancedb_import_s": round(lancedb_s, 3)},
-        "cold_search": _summary(cold) | {"cpu_p50_s": round(statistics.median(cold_cpu), 3)},
+        "cold_search": _summary(cold) | {"cpu_p50_s": round(statistics.median(cold_cpu), 3),
+                                         "answered_nothing_related": sum(cold_empty)},
         "search_with_server": _summary(served) | {"server_ready_s": round(serve_ready_s, 1)},
         "mcp_first_call": _summary(first) | {
             "handshake_p50_s": round(statistics.median(m["handshake_s"] for m in mcp), 3),
