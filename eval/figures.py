@@ -195,6 +195,11 @@ def not_shown(r: Result) -> str:
     return f", {n} stored but not shown by a Search for their mark" if n else ""
 
 
+def decisions_read(r: Result) -> str:
+    """A decision suite's figures: the shares of its decisions and of its other texts read."""
+    return "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])
+
+
 def latency_at(items: int) -> Callable[[Result], str]:
     def read(r: Result) -> str:
         cp = next(c for c in r["checkpoints"] if c["items"] == items)
@@ -362,20 +367,20 @@ FIGURES: tuple[Figure, ...] = (
                r["shipped_with_projects"]["openhands_check"]["hit@1"], r["without_projects"]["openhands_check"]["hit@1"],
                r["shipped_with_projects"]["commit"]["hit@1"], r["without_projects"]["commit"]["hit@1"])),
     Figure("decisions.json", "decision reader on 85 decisions and 84 look-alikes (targets >= 0.90 and <= 0.05)",
-           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+           decisions_read),
     Figure("decisions-suite2.json", "decision reader on a second suite (132 decisions, 132 look-alikes from agent logs, commit "
            "subjects, chat, notes, docs, tickets; issue 49, scored once)",
-           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+           decisions_read),
     Figure("decisions-suite3.json", "decision reader on a third suite (150 decisions, 150 look-alikes from seven sources; "
            "issue 53, written from a brief alone, scored once; the first two are spent)",
-           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+           decisions_read),
     Figure("decisions-suite4.json", "decision reader on a fourth suite (150 decisions, 150 look-alikes from seven sources; "
            "issue 55, written from a brief alone by a helper who wrote no training text, scored once per reader)",
-           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+           decisions_read),
     Figure("decisions-suite4-three-files.json", "the reader before issue 55's training texts, same suite",
-           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+           decisions_read),
     Figure("decisions-phrases.json", "the phrase readings it replaced, same suite",
-           lambda r: "decisions read {:.2f}, non-decisions read {:.2f}".format(r["read"]["decisions_read"], r["read"]["non_decisions_read"])),
+           decisions_read),
     Figure("timeline-quiet.json", "quiet on an absent subject, out of fold (565 dev questions, 48 absent)",
            lambda r: "answered kept {:.3f}, absent quiet {:.3f}".format(
                r["calibration"]["out_of_fold"]["present_kept"], r["calibration"]["out_of_fold"]["absent_quiet"])),
