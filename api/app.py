@@ -65,7 +65,7 @@ def create_app(settings: Settings | None = None, memory: Memory | None = None,
             yield
         finally:
             # A stop that comes while the model loads waits for it: a thread left inside
-            # ONNX Runtime's or torch's native code as the interpreter exits aborts the process.
+            # ONNX Runtime's native code as the interpreter exits aborts the process.
             warming.join()
             if owned:
                 mem.close()

@@ -27,7 +27,7 @@ class DeleteResponse(msgspec.Struct):
 class HealthResponse(msgspec.Struct):
     status: str
     model_loaded: bool
-    query_embedding: str  # "onnx", "torch" (not wanted, or its export failed) or "loading"
+    query_embedding: str  # "onnx", or "loading" before the encoder is in
     encoder: str  # the encoder whose vectors Searches compare (`Embedder.name`)
     reembedding: bool  # whether vectors another encoder wrote are being embedded again
     # The store as this process sees it; None when it could not be read just now.

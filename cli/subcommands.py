@@ -76,14 +76,14 @@ def server_options(settings: Settings, tls: exposure.TLSFiles | None) -> dict[st
 
 
 def _offline_memory(settings: Settings, query: bool = False) -> Memory:
-    """A Memory for one short command: no background compaction. For a `query`, the cached
-    ONNX query encoder loads on a thread of its own while LanceDB is imported."""
+    """A Memory for one short command: no background compaction. For a `query`, the encoder
+    loads on a thread of its own while LanceDB is imported."""
     _refuse_foreign_owner(settings)  # before any work
     from codemem.encoders import make_embedder
 
-    embedder = make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
+    embedder = make_embedder(settings.embedding.model, settings.embedding.threads)
     if query:
-        threading.Thread(target=embedder.warm_queries, name="codemem-encoder", daemon=True).start()
+        threading.Thread(target=embedder.warm, name="codemem-encoder", daemon=True).start()
     from codemem.memory import Memory
 
     return Memory(settings.replace({"maintenance.interval_s": 0}), embedder=embedder)
@@ -259,8 +259,6 @@ def ingest_transcripts(settings: Settings, args: argparse.Namespace) -> int:
     memory = Memory(settings)
     try:
         report = run(memory, args.paths, user_id, chunk=args.chunk)
-        if report.added:
-            memory.warm_up()  # caches the ONNX query encoder for later searches (once per machine)
     except FileNotFoundError as exc:
         print(f"codemem: {exc}", file=sys.stderr)
         return 2
@@ -293,8 +291,6 @@ def ingest_git(settings: Settings, args: argparse.Namespace) -> int:
     memory = Memory(settings)
     try:
         report = run(memory, top, user_id, since=args.since, max_commits=args.max_commits)
-        if report.added:
-            memory.warm_up()  # caches the ONNX query encoder for later searches (once per machine)
     except ValueError as exc:
         print(f"codemem: {exc}", file=sys.stderr)
         return 2

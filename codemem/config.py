@@ -116,9 +116,6 @@ class Embedding:
     code_window_tokens: int = 128
     # A query's opening says what it asks; embedding costs grow with its length.
     query_max_tokens: int = 64
-    # One text at a time (a query, a single card) runs through ONNX Runtime: the same vector
-    # (checked at start-up), with less per-operator overhead than torch (`codemem/encoders/onnx_graph.py`).
-    onnx_queries: bool = True
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "threads", "max_tokens", "query_max_tokens")
@@ -356,7 +353,6 @@ VARIABLES: dict[str, Variable] = {
     "CODEMEM_EMBED_MESSAGES": Variable("embedding.messages", _flag),
     "CODEMEM_EMBED_CODE_WINDOW_TOKENS": Variable("embedding.code_window_tokens", int),
     "CODEMEM_QUERY_MAX_TOKENS": Variable("embedding.query_max_tokens", int),
-    "CODEMEM_ONNX_QUERIES": Variable("embedding.onnx_queries", _flag),
     "CODEMEM_WRITE_BATCH_ROWS": Variable("writes.batch_rows", int),
     "CODEMEM_REFRESH_QUIET_S": Variable("writes.refresh_quiet_s", float),
     "CODEMEM_INDEX_CACHE_MB": Variable("caches.index_mb", int),

@@ -46,7 +46,7 @@ class Memory:
         orders the candidates (default: the packaged relevance model; an evaluation compares
         another on the same Search)."""
         self.settings = settings
-        self.embedder = embedder or make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
+        self.embedder = embedder or make_embedder(settings.embedding.model, settings.embedding.threads)
         caches = settings.caches
         self.store = Store(settings.storage.data_dir, self.embedder.name, self.embedder.dim,
                            (caches.index_mb, caches.metadata_mb))

@@ -2,10 +2,8 @@
 streamable HTTP, calling the same `Memory` as the HTTP service.
 
 The server answers the MCP handshake at once: the Memory (LanceDB is slow to import) and
-the query encoder are opened on a background thread, and the first tool call waits for what
-is left. A search needs only the ONNX query encoder that an earlier export cached
-(`codemem.encoders.onnx_graph`, quick to load, no torch); the model itself (slow) is loaded at start-up
-only when no such encoder is cached, else by the first tool call that stores something. A tool given no `user_id` uses the memory of the
+the encoder (the packaged ONNX graph, `codemem.encoders`) are opened on a background thread,
+and the first tool call waits for what is left. A tool given no `user_id` uses the memory of the
 repository the server was started in (`codemem.git.repo_id`), so "this repository's memory"
 needs no configuration.
 """
@@ -97,21 +95,19 @@ class LazyMemory:
         from codemem.encoders import make_embedder
 
         settings = self.settings
-        embedder = make_embedder(settings.embedding.model, settings.embedding.threads, settings.embedding.onnx_queries)
+        embedder = make_embedder(settings.embedding.model, settings.embedding.threads)
         try:
             from codemem.memory import Memory
 
             self._memory = Memory(settings, embedder=embedder)
             # After the store, not beside it: the handshake, answered meanwhile, competes
             # with one loader at a time.
-            embedder.warm_queries()
+            embedder.warm()
         except Exception as exc:  # noqa: BLE001 - reported by every tool call instead
             log.exception("opening the memory failed")
             self._error = exc
         finally:
             self._opened.set()
-        if self._memory is not None and not embedder.warm_queries():
-            self._memory.warm_up()  # no cached encoder: load the model, export and cache one
 
 
 @contextmanager

@@ -3,7 +3,7 @@
     python -m train [--cache DIR] [--mirrors DIR] [--shared DIR] [--steps a,b] [--check]
                     [--allow-dirty] [--no-install]
 
-Steps, in order (`train.steps`): the agent replays (`replay-mini`, `replay-vorflux`,
+Steps, in order (`train.steps`): the encoder's ONNX form (`encoder`), the agent replays (`replay-mini`, `replay-vorflux`,
 `replay-openhands`, `replay-mixed`), the past-fix histories (`pastfix`) and their searches
 (`commits`), the dated projects only where the model reads time features, the relevance model
 (`ranker`) and the decision reader (`decisions`). `--steps` runs those named and the steps they

@@ -35,7 +35,7 @@ from train.mirrors import Source
 from train.provenance import REPO_ROOT, TreeState, tree_sha256
 
 # Written by the steps that build models: never part of a data step's key.
-MODEL_DIRS = ("codemem/ranking/models", "codemem/timeline/models")
+MODEL_DIRS = ("codemem/ranking/models", "codemem/timeline/models", "codemem/encoders/models")
 LIBRARIES = ("numpy", "scipy", "scikit-learn", "lightgbm", "torch", "sentence-transformers", "lancedb")
 RECORD = "step.json"
 

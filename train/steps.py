@@ -1,6 +1,6 @@
-"""The steps that rebuild every shipped model, in order: the agent replays, the past-fix
-histories and their searches, the dated projects where the model reads time features, the
-relevance model, the decision reader (`python -m train` runs them; `train.pipeline` caches them).
+"""The steps that rebuild every shipped model, in order: the encoder's ONNX form, the agent
+replays, the past-fix histories and their searches, the dated projects where the model reads
+time features, the relevance model, the decision reader (`python -m train` runs them; `train.pipeline` caches them).
 
 The step builders take their data as arguments, so that a test can run the same steps on a
 small fixture (`tests/train/test_make_train.py`); `shipped` names the real sources.
@@ -34,6 +34,21 @@ SAME_EVERY_RUN = {"PYTHONHASHSEED": "0"}
 AGENTS = ("mini", "vorflux", "openhands")
 TRAINED_AGENTS = training_agents(AGENTS)
 CHECK_AGENTS = tuple(a for a in AGENTS if a not in TRAINED_AGENTS)
+
+
+def encoder_step(install_root: Path | None) -> Step:
+    """`train.encoder.export`: the packaged encoder's ONNX graph, tokenizer, probe vector and
+    card (seconds), installed where the service loads them (`codemem/encoders/models/minilm/`)."""
+    def install(out: Path) -> list[Path]:
+        assert install_root is not None
+        folder = install_root / "codemem" / "encoders" / "models" / "minilm"
+        folder.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copyfile(out / name, folder / name))
+                for name in ("model.onnx", "tokenizer.json", "probe.npy", "card.json")]
+
+    return Step("encoder", "train.encoder.export", lambda path: ["--out", path("out")],
+                code=("codemem/encoders/onnx_graph.py", "train/encoder/export.py", "train/provenance.py"),
+                at_head=True, install=None if install_root is None else install)
 
 
 def replay_step(name: str, sessions: Mapping[str, Source | Path], replays: Sequence[str], tasks: Path) -> Step:
@@ -189,7 +204,8 @@ def decisions_step(sentences: Sequence[Path], allow_dirty: bool, install_root: P
 def shipped(shared: Path, allow_dirty: bool, install_root: Path | None = REPO_ROOT) -> list[Step]:
     """Every step that rebuilds the shipped models from public sources, in order."""
     tasks = shared / "swe-verified-reuse"
-    steps = [replay_step(f"replay-{agent}", {agent: agent_run(agent)}, [agent], tasks)
+    steps = [encoder_step(install_root)]
+    steps += [replay_step(f"replay-{agent}", {agent: agent_run(agent)}, [agent], tasks)
              for agent in (*TRAINED_AGENTS, *CHECK_AGENTS)]
     steps.append(replay_step(f"replay-{MIXED}", {a: agent_run(a) for a in TRAINED_AGENTS}, [MIXED], tasks))
     steps += [pastfix_step(shared), commits_step()]

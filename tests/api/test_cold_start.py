@@ -4,8 +4,7 @@ An agent fleet starts on an empty memory and writes and reads at once. A Search 
 that does not exist yet used to embed its query and run every retriever; an Add waited for
 the embedding model (torch) to load, and that load, starved of the GIL by the Searches,
 ended only when they stopped: no Add was answered while Searches kept coming. Here a real
-server starts cold (its query encoder cached, as after any earlier start on the machine),
-Searches run throughout, and every Add client must have Adds acknowledged while the Searches
+server starts cold (the encoder is the packaged ONNX graph: no torch), Searches run throughout, and every Add client must have Adds acknowledged while the Searches
 are still coming (counted, not timed: how fast is the benchmarks' to say), then survive a
 SIGKILL.
 """
@@ -13,32 +12,16 @@ SIGKILL.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
 
 import httpx
-import pytest
 
-from codemem.encoders import MiniLMEmbedder, query_encoder_path
 from tests.server import Server
 
 ADDERS, SEARCHERS, USERS = 4, 16, 4
 LOAD_S = 10.0
-
-
-@pytest.fixture(scope="module")
-def cache_home(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Path:
-    """An XDG cache holding the checked ONNX query encoder and the probe vector it was
-    checked against, as any earlier start leaves them (the warmed `embedder` saved both in
-    the tests' own cache): the server then never imports torch."""
-    home = tmp_path_factory.mktemp("xdg-cache")
-    target = query_encoder_path({"XDG_CACHE_HOME": str(home)})
-    target.parent.mkdir(parents=True)
-    for name in (target.name, target.name + ".probe.npy"):
-        shutil.copyfile(query_encoder_path().with_name(name), target.with_name(name))
-    return home
 
 
 async def _load(url: str) -> tuple[list[tuple[int, str, str]], list[float], list[int]]:
@@ -77,9 +60,8 @@ async def _load(url: str) -> tuple[list[tuple[int, str, str]], list[float], list
     return acked, searched, bad
 
 
-def test_adds_on_a_new_store_are_answered_while_searches_come(tmp_path: Path, cache_home: Path) -> None:
-    env = {"XDG_CACHE_HOME": str(cache_home)}
-    server = Server(tmp_path / "data", env=env).start(wait_for_model=False)
+def test_adds_on_a_new_store_are_answered_while_searches_come(tmp_path: Path) -> None:
+    server = Server(tmp_path / "data").start(wait_for_model=False)
     try:
         acked, searched, bad = asyncio.run(_load(server.url))
     finally:
@@ -93,7 +75,7 @@ def test_adds_on_a_new_store_are_answered_while_searches_come(tmp_path: Path, ca
     assert all(per_client[i] >= 1 for i in range(ADDERS)), \
         f"Adds acknowledged per client while {len(searched)} Searches ran: {dict(per_client)}"
 
-    restarted = Server(tmp_path / "data", env=env).start(wait_for_model=False)
+    restarted = Server(tmp_path / "data").start(wait_for_model=False)
     try:
         with httpx.Client(base_url=restarted.url, timeout=60) as client:
             for _, user, mark in acked:

@@ -238,7 +238,7 @@ def test_health_says_what_embeds_queries_and_how_loose_the_store_is(client: Test
     while (body := client.get("/health").json())["fragments"] != memory.store.stats()["fragments"]:
         assert time.monotonic() < deadline, body
         time.sleep(0.05)
-    # The session-scoped embedder was warmed: its ONNX export is in use.
+    # The session-scoped embedder was warmed: its ONNX graph is in use.
     assert body["model_loaded"] is True and body["query_embedding"] == "onnx"
     stats = memory.store.stats()
     assert body["fragments"] == stats["fragments"] >= 2  # compaction is off in tests
@@ -260,12 +260,12 @@ def test_health_answers_while_the_store_cannot_be_read(client: TestClient, memor
     assert answers == [200, 200, 200]
 
 
-def test_health_names_torch_when_the_onnx_export_is_unavailable(client: TestClient, memory: Memory, monkeypatch) -> None:
+def test_health_says_loading_before_the_encoder_is_in(client: TestClient, monkeypatch) -> None:
     from codemem.encoders import minilm as embedding
 
-    memory.embedder.load()  # the torch model, which an Add would have loaded (tests run in any order)
-    monkeypatch.setitem(embedding._ONNX, embedding.MINILM_NAME, None)  # as after a failed export
-    assert client.get("/health").json()["query_embedding"] == "torch"
+    monkeypatch.setattr(embedding, "_ENCODER", [])  # as in a server that has not loaded it yet
+    body = client.get("/health").json()
+    assert body["model_loaded"] is False and body["query_embedding"] == "loading"
 
 
 def _valid() -> dict:

@@ -2,7 +2,7 @@
 
 An Add fingerprints its card's text to reuse vectors; that used torch's tokenizer, so every
 Add waited for torch to load, a load that Searches starved of the GIL for as long as they
-came. A Search of a memory that does not exist yet embedded its query and ran every
+came (the encoder is an ONNX graph now, with no torch at all). A Search of a memory that does not exist yet embedded its query and ran every
 retriever. Neither needs the model now.
 """
 
@@ -18,7 +18,7 @@ import msgspec
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, SearchRequest
-from codemem.encoders import MiniLMEmbedder, query_encoder_path
+from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.store.schema import key_of
 from tests.conftest import add_body
@@ -26,12 +26,19 @@ from tests.conftest import add_body
 TEXTS = ["QuerySet.filter(None) raises TypeError in django/db/models/query.py " * 12, "", "héllo 日本語 x", "a" * 3000]
 
 
-def test_fingerprints_match_torch_and_need_no_torch(embedder: MiniLMEmbedder) -> None:
-    """A process with the cached query encoder fingerprints without importing torch, and gets
-    exactly the keys torch's tokenizer gives (else a card would be embedded again, or worse,
-    keep a vector of another text)."""
-    assert query_encoder_path().is_file()  # saved by the warmed embedder
-    torch_keys = {n: MiniLMEmbedder(onnx_queries=False).fingerprints(TEXTS, n) for n in (16, 256)}
+def test_fingerprints_are_the_model_s_own_token_ids_and_need_no_torch(embedder: MiniLMEmbedder) -> None:
+    """A process fingerprints without importing torch, and gets exactly the keys of the token
+    ids sentence-transformers' own tokenizer gives (else a card would be embedded again, or
+    worse, keep a vector of another text)."""
+    from transformers import AutoTokenizer
+
+    from codemem.encoders.minilm import _fingerprint, _prefix_for_tokenizer
+    from train.encoder.export import model_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir()))
+    reference = {n: [_fingerprint(ids) for ids in tokenizer([_prefix_for_tokenizer(t, n) for t in TEXTS],
+                                                             truncation=True, max_length=n)["input_ids"]]
+                 for n in (16, 256)}
     script = (
         "import json, sys\n"
         "from codemem.encoders import MiniLMEmbedder\n"
@@ -42,7 +49,7 @@ def test_fingerprints_match_torch_and_need_no_torch(embedder: MiniLMEmbedder) ->
                          check=True, timeout=120)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["torch"] is False
-    assert {int(k): v for k, v in got["keys"].items()} == torch_keys
+    assert {int(k): v for k, v in got["keys"].items()} == reference
 
 
 class _NoModel:

@@ -40,7 +40,6 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "CODEMEM_EMBED_MESSAGES": ("1", True),
     "CODEMEM_EMBED_CODE_WINDOW_TOKENS": ("64", 64),
     "CODEMEM_QUERY_MAX_TOKENS": ("32", 32),
-    "CODEMEM_ONNX_QUERIES": ("off", False),
     "CODEMEM_WRITE_BATCH_ROWS": ("100", 100),
     "CODEMEM_REFRESH_QUIET_S": ("0.5", 0.5),
     "CODEMEM_INDEX_CACHE_MB": ("32", 32),

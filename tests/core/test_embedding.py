@@ -1,7 +1,10 @@
-"""Embedding through ONNX Runtime (one text, or a batch) gives torch's vectors, and is really used."""
+"""The packaged encoder (an ONNX graph run by ONNX Runtime) gives sentence-transformers'
+vectors, one text or a batch, is what `make train`'s export of the installed weights writes,
+refuses a graph that does not give its probe vector, and needs no torch."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,80 +14,91 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codemem.encoders import MINILM_NAME, MiniLMEmbedder
+from codemem.encoders import EncoderUnavailable, MiniLMEmbedder
 from codemem.encoders import minilm as embedding
+from codemem.encoders.onnx_graph import PROBE, PROBE_TOKENS
+from train.encoder.export import model_dir, reference_vectors
+from train.provenance import file_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [
     "QuerySet.bulk_create() crashes with a TypeError when ignore_conflicts=True",
     "Traceback (most recent call last):\n  File \"django/db/models/query.py\", line 512, in bulk_create\n" * 30,
     "ü 🙂 日本語 \x00 tabs\tand\nnewlines",
+    "x",
+    "fix the panic in the printer " * 5,
+    "",
 ]
 
 
-def test_one_text_vectors_equal_torch_and_come_from_onnx(embedder: MiniLMEmbedder) -> None:
-    assert embedder.onnx_queries and embedding._ONNX.get(MINILM_NAME) is not None  # no silent fallback
-    torch_only = MiniLMEmbedder(onnx_queries=False)
-    for max_tokens in (64, 256):
-        onnx = np.vstack([embedder.embed([t], max_tokens) for t in TEXTS])
-        reference = np.vstack([torch_only.embed([t], max_tokens) for t in TEXTS])
-        assert onnx.dtype == np.float32 and onnx.shape == (len(TEXTS), 384)
-        assert np.abs(onnx - reference).max() < 1e-5
+@pytest.fixture(scope="module")
+def sentence_transformer():  # noqa: ANN201 - sentence_transformers.SentenceTransformer
+    """The reference: sentence-transformers over the weights the graph was exported from."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(model_dir()), device="cpu")
 
 
-def test_batches_run_on_onnx_padded_and_in_order(embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Texts of unlike lengths padded into one batch (and split over several) keep their own
-    vectors, in the order given, from the exported graph and from the cached one."""
-    from codemem.encoders.onnx_graph import OnnxEncoder
-
-    torch_only = MiniLMEmbedder(onnx_queries=False)
-    texts = [*TEXTS, "x", "fix the panic in the printer " * 5, ""]
-    reference = torch_only.embed(texts, 64)
-    exported = embedding._ONNX[MINILM_NAME]
-    assert exported is not None
-    cached = OnnxEncoder.load(embedding.query_encoder_path(), embedding._model_dir() / "tokenizer.json", 1)
-    assert cached is not None  # the tokenizers.Tokenizer path: padding enabled for the batch only
-    clipped = [embedding._prefix_for_tokenizer(t, 64) for t in texts]
-    for encoder in (exported, cached):
-        for batch in (2, 16):
-            assert np.abs(encoder.embed_many(clipped, 64, batch=batch) - reference).max() < 1e-5
-    assert cached._tokenizer.padding is None  # type: ignore[attr-defined]  # off again for one text
-    # Memory's batches go through the encoder, not torch.
-    monkeypatch.setattr(MiniLMEmbedder, "_torch_embed", lambda *a: pytest.fail("a batch ran on torch"))
-    assert np.abs(embedder.embed(texts, 64) - reference).max() < 1e-5
+def test_vectors_equal_sentence_transformers_one_text_and_batched(embedder: MiniLMEmbedder, sentence_transformer) -> None:
+    """Each text alone (a query) and all in padded batches (an Add's cards) keep their own
+    vectors, in the order given, at every length the service reads."""
+    for max_tokens in (16, 64, 256):
+        reference = reference_vectors(sentence_transformer, [embedding._prefix_for_tokenizer(t, max_tokens) for t in TEXTS],
+                                      max_tokens)
+        alone = np.vstack([embedder.embed([t], max_tokens) for t in TEXTS])
+        assert alone.dtype == np.float32 and alone.shape == (len(TEXTS), 384)
+        assert np.abs(alone - reference).max() < 1e-5
+        assert np.abs(embedder.embed(TEXTS, max_tokens) - reference).max() < 1e-5
+        clipped = [embedding._prefix_for_tokenizer(t, max_tokens) for t in TEXTS]
+        assert np.abs(embedder.load().embed_many(clipped, max_tokens, batch=2) - reference).max() < 1e-5
+    assert embedder.load()._tokenizer.padding is None  # type: ignore[attr-defined]  # off again for one text
 
 
-WARM = """
-import sys
+def test_the_packaged_files_are_the_export_of_the_installed_weights(sentence_transformer) -> None:
+    """The shipped probe vector is sentence-transformers' own, and the card names the sha256
+    of the weights installed with the `train` extra (a new weights package needs a new export)."""
+    probe = np.load(embedding.MODEL_DIR / "probe.npy")
+    assert np.abs(probe - reference_vectors(sentence_transformer, [PROBE], PROBE_TOKENS)[0]).max() < 1e-6
+    card = json.loads((embedding.MODEL_DIR / "card.json").read_text())
+    assert card["weights"]["sha256"] == file_sha256(model_dir() / "model.safetensors")
+    assert card["largest_difference_from_sentence_transformers"] < 1e-5
+
+
+def _fresh_load(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    monkeypatch.setattr(embedding, "MODEL_DIR", folder)
+    monkeypatch.setattr(embedding, "_ENCODER", [])
+    MiniLMEmbedder().load()
+
+
+def test_a_graph_that_does_not_give_its_probe_vector_or_is_missing_is_refused(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vectors no other process would give are never written: the encoder refuses to load,
+    and the error says why."""
+    wrong = tmp_path / "wrong"
+    shutil.copytree(embedding.MODEL_DIR, wrong)
+    np.save(wrong / "probe.npy", -np.load(embedding.MODEL_DIR / "probe.npy"))
+    with pytest.raises(EncoderUnavailable, match="probe vector differs"):
+        _fresh_load(monkeypatch, wrong)
+    (wrong / "model.onnx").unlink()
+    with pytest.raises(EncoderUnavailable, match="cannot load the encoder graph"):
+        _fresh_load(monkeypatch, wrong)
+
+
+SERVE = """
+import json, sys
 from codemem.encoders import MiniLMEmbedder
 e = MiniLMEmbedder()
+before = e.query_path
 e.warm()
-print(e.loaded, e.query_path, "torch" in sys.modules)
+e.embed(["one query"], 64); e.embed(["two", "cards"], 256); e.fingerprints(["a card"], 256)
+print(json.dumps([before, e.query_path, sorted({"torch", "transformers", "sentence_transformers"} & set(sys.modules))]))
 """
 
 
-def _warm_in_new_process(cache: Path) -> str:
-    done = subprocess.run([sys.executable, "-c", WARM], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env=os.environ | {"PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache)})
+def test_embedding_imports_no_torch() -> None:
+    """What serving runs (warm-up, a query, a batch, fingerprints) imports neither torch nor
+    transformers: they are the `train` extra's, absent from `make serve`'s environment."""
+    done = subprocess.run([sys.executable, "-c", SERVE], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env=os.environ | {"PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def test_a_server_warms_up_on_the_cached_encoder_without_torch(embedder: MiniLMEmbedder, tmp_path: Path) -> None:
-    """A new server process takes up the cached encoder, checked against the probe vector
-    torch gave at its export, and never imports torch (whose import held the GIL from the
-    Adds a new server was answering); a cache whose saved probe vector it does not give is
-    not trusted: torch is loaded, and the encoder checked and saved again."""
-    graph = embedding.query_encoder_path()
-    probe = graph.with_name(graph.name + ".probe.npy")
-    assert graph.is_file() and probe.is_file()  # the fixture's warm-up exported and saved both
-    assert _warm_in_new_process(Path(os.environ["XDG_CACHE_HOME"])) == "True onnx False"
-
-    cache = tmp_path / "cache"
-    copied = embedding.query_encoder_path({"XDG_CACHE_HOME": str(cache)})
-    copied.parent.mkdir(parents=True)
-    shutil.copy(graph, copied)
-    wrong = copied.with_name(copied.name + ".probe.npy")
-    np.save(wrong, -np.load(probe))
-    assert _warm_in_new_process(cache) == "True onnx True"
-    assert np.abs(np.load(wrong) - np.load(probe)).max() < 1e-5  # checked against torch, saved again
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["loading", "onnx", []]

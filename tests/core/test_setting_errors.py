@@ -31,7 +31,6 @@ def test_the_command_prints_one_line_and_exits_2_not_a_traceback(tmp_path: Path)
 @pytest.mark.parametrize("name, value, says", [
     ("CODEMEM_PORT", "abc", "CODEMEM_PORT='abc': must be a whole number (int)"),
     ("CODEMEM_WORKERS", "0", "CODEMEM_WORKERS=0: must be at least 1, not 0"),
-    ("CODEMEM_ONNX_QUERIES", "maybe", "CODEMEM_ONNX_QUERIES='maybe': must be a bool: true or false"),
 ])
 def test_every_command_that_reads_settings_refuses_alike(argv: list[str], name: str, value: str, says: str,
                                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
