@@ -432,8 +432,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("proxy_load-4mb-messages.json", "the same, each Add's tool outputs 4 MB messages", proxy_load),
     Figure("proxy_load-20kb-messages.json", "the same, each Add's tool outputs 20 kB messages",
            proxy_load),
-    Figure("install_size.json", "what `make setup` installs on a clean clone",
-           lambda r: f"{r['venv_gb']} GB in {r['setup_s']:.0f} s (pip's cache warm); largest: "
+    Figure("install_size.json", "what `make setup` installs on a clean clone (the service: its virtualenv and its own packages)",
+           lambda r: f"{r['service_gb']} GB (virtualenv {r['venv_gb']} GB, packages {r['packages_mb']} MB) in "
+                     f"{r['setup_s']:.0f} s (pip's cache warm); largest: "
                      + ", ".join(f"{k} {v} MB" for k, v in list(r["largest_packages_mb"].items())[:4])),
     Figure("read-check.json", "one row read on a store of many versions, with and without the version check",
            lambda r: ", ".join(f"{k} {v['cpu_ms']} ms CPU" for k, v in r["per_read"].items())),
