@@ -42,25 +42,33 @@ def _codemem(*args: str) -> list[str]:
     return [sys.executable, "-P", "-m", "cli", *args]
 
 
-def _timed(cmd: list[str], env: dict[str, str], cwd: Path, cpu: list[float] | None = None,
-           empty: list[bool] | None = None) -> float:
-    """Wall seconds of one run; its CPU seconds (user + system, all threads) are appended to
-    `cpu`, which other work on a shared machine does not inflate as it does the wall time.
-    `empty`: the run is a `codemem search`, whose exit status 1 with its "nothing closely
-    related" line is an answer, not a failure; whether it answered so is appended."""
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path, cpu: list[float] | None = None) -> float:
+    """Wall seconds of one run that must succeed; see `_run`."""
+    return _run(cmd, env, cwd, cpu)[0]
+
+
+def _searched(env: dict[str, str], repo: Path, cpu: list[float] | None = None) -> tuple[float, bool]:
+    """One `codemem search`: its wall seconds, and whether it answered "nothing closely
+    related" (exit status 1 with that line: an answer, not a failure)."""
+    return _run(_codemem("search", "--top-k", "5", QUERY), env, repo, cpu, search=True)
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path, cpu: list[float] | None = None,
+         search: bool = False) -> tuple[float, bool]:
+    """Wall seconds of one run, and whether it was a search that answered nothing related; its
+    CPU seconds (user + system, all threads) are appended to `cpu`, which other work on a shared
+    machine does not inflate as it does the wall time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
     elapsed = time.perf_counter() - start
-    nothing = empty is not None and done.returncode == 1 and NOTHING_RELATED in done.stdout
+    nothing = search and done.returncode == 1 and NOTHING_RELATED in done.stdout
     if done.returncode != 0 and not nothing:
         raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
-    if empty is not None:
-        empty.append(nothing)
     if cpu is not None:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return elapsed
+    return elapsed, nothing
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -68,11 +76,11 @@ def _summary(values: list[float]) -> dict[str, float]:
             "max_s": round(max(values), 3), "runs": len(values)}
 
 
-def cold_searches(env: dict[str, str], repo: Path, runs: int, cpu: list[float], empty: list[bool]) -> list[float]:
-    return [_timed(_codemem("search", "--top-k", "5", QUERY), env, repo, cpu, empty) for _ in range(runs)]
+def cold_searches(env: dict[str, str], repo: Path, runs: int, cpu: list[float]) -> list[tuple[float, bool]]:
+    return [_searched(env, repo, cpu) for _ in range(runs)]
 
 
-def served_searches(env: dict[str, str], repo: Path, runs: int, data_dir: Path) -> tuple[list[float], float]:
+def served_searches(env: dict[str, str], repo: Path, runs: int, data_dir: Path) -> tuple[list[tuple[float, bool]], float]:
     """Searches while `codemem serve` runs over the same data; and how long it took to start."""
     port = free_port()
     start = time.perf_counter()
@@ -86,7 +94,7 @@ def served_searches(env: dict[str, str], repo: Path, runs: int, data_dir: Path) 
                 raise RuntimeError("codemem serve did not come up")
             time.sleep(0.2)
         ready = time.perf_counter() - start
-        return [_timed(_codemem("search", "--top-k", "5", QUERY), env, repo, empty=[]) for _ in range(runs)], ready
+        return [_searched(env, repo) for _ in range(runs)], ready
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -126,8 +134,7 @@ def run(repo: Path, max_commits: int, runs: int) -> dict[str, Any]:
         ingest_s = _timed(_codemem("ingest-git", "--max-commits", str(max_commits), str(repo)), env, repo)
         load = os.getloadavg()
         cold_cpu: list[float] = []
-        cold_empty: list[bool] = []
-        cold = cold_searches(env, repo, runs, cold_cpu, cold_empty)
+        cold = cold_searches(env, repo, runs, cold_cpu)
         served, serve_ready_s = served_searches(env, repo, runs, data_dir)
         mcp = mcp_first_calls(env, repo, max(1, runs // 2 + 1))
         lancedb_s = _lancedb_import_s(env)
@@ -139,9 +146,10 @@ def run(repo: Path, max_commits: int, runs: int) -> dict[str, Any]:
                     "load_average_after": [round(x, 2) for x in load_after]},
         "setup": {"repo": str(repo), "commits": max_commits, "ingest_s": round(ingest_s, 1),
                   "query": QUERY, "lancedb_import_s": round(lancedb_s, 3)},
-        "cold_search": _summary(cold) | {"cpu_p50_s": round(statistics.median(cold_cpu), 3),
-                                         "answered_nothing_related": sum(cold_empty)},
-        "search_with_server": _summary(served) | {"server_ready_s": round(serve_ready_s, 1)},
+        "cold_search": _summary([t for t, _ in cold]) | {"cpu_p50_s": round(statistics.median(cold_cpu), 3),
+                                                         "answered_nothing_related": sum(n for _, n in cold)},
+        "search_with_server": _summary([t for t, _ in served]) | {
+            "server_ready_s": round(serve_ready_s, 1), "answered_nothing_related": sum(n for _, n in served)},
         "mcp_first_call": _summary(first) | {
             "handshake_p50_s": round(statistics.median(m["handshake_s"] for m in mcp), 3),
             "second_call_p50_s": round(statistics.median(m["second_call_s"] for m in mcp), 3)},
