@@ -22,7 +22,6 @@ from pathlib import Path
 from eval._paths import REPO_ROOT, RESULTS
 from eval._provenance import provenance, write_result
 
-
 # What `make setup` installs from the checkout itself (pyproject.toml's packages).
 SERVICE_PACKAGES = ("codemem", "parsers", "api", "integrations", "cli")
 
