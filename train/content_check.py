@@ -47,7 +47,8 @@ from train.provenance import REPO_ROOT
 RUN = 8
 OVERLAP = 0.6
 MIN_WORDS = 4
-TRAINING = ("train/ranker/projects/*.json", "eval/data/timeline/*.json", "train/decisions/*.jsonl")
+TRAINING = ("train/ranker/projects/*.json", "eval/data/timeline/*.json", "train/decisions/*.jsonl",
+            "train/encoder/reports.jsonl")
 VALIDATION = ("eval/data/timeline-fresh*/*.json", "eval/data/decisions/suite*.jsonl")
 SHARED_VALIDATION = ("locomo-dev/*.json", "past-fixes-dev/tasks.json", "swe-contextbench-lite/related_tasks.jsonl")
 
@@ -147,9 +148,19 @@ def task_texts(path: Path, name: str) -> Iterator[Text]:
         yield Text(name, str(row.get("instance_id")), "body", str(row.get("problem_statement", "")))
 
 
+def report_texts(path: Path, name: str) -> Iterator[Text]:
+    """The written reports of `train/encoder/written_reports.py`, each named by its change."""
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            yield Text(name, f"{row['repo']}@{row['sha']}", "body", row["report"])
+
+
 def read(path: Path, name: str) -> Iterator[Text]:
     """The texts of one file, by what kind of file it is."""
-    if path.suffix == ".jsonl" and "decisions" in path.parts:
+    if path.name == "reports.jsonl":
+        yield from report_texts(path, name)
+    elif path.suffix == ".jsonl" and "decisions" in path.parts:
         yield from sentence_texts(path, name)
     elif "locomo-dev" in path.parts:
         yield from locomo_texts(path, name)

@@ -1,0 +1,222 @@
+"""Whether MiniLM fine-tuned on written reports and the changes that fixed them lifts the dense
+signal: a dense-only screen on the training data (issue 55, item 2, the second route).
+
+The encoder is the packaged all-MiniLM-L6-v2, fine-tuned with in-batch negatives (multiple
+negatives ranking: each report against every change of its batch) on two kinds of pair:
+a written report (`written_reports.py`, from `BRIEF-reports.md`) with its change's code window,
+and the same report with its change's message (a commit candidate has both vectors). Every
+pair comes from `ENCODER_HISTORIES`, whose repositories no screened query comes from: the
+screen is out of sample by construction (checked below), with no folds.
+
+The screen is `windows_trial`'s: each training query's candidates (the replays' sessions, the
+past-fix reports' commits, from `make train`'s cache, never an evaluation set) ranked by the
+dense signal alone, a candidate by the better of its task vector and its code window's. The
+packaged encoder's vectors against the fine-tuned one's, the same texts at the same lengths.
+
+The rule, written before the first score: the fine-tuned encoder is worth carrying into a
+`make train` run (documents re-embedded, the relevance model retrained under its ship rule)
+when its dense-only MRR is at least 0.01 above the packaged encoder's on the commits (the
+reports it was trained for) and at most 0.005 below it on the sessions. The training settings
+(`FineTuning`) are fixed before the first score and not tuned on it.
+
+    python -m train.encoder.finetune_trial --cache ~/.cache/codemem-train \\
+        --pairs ~/.cache/codemem-train/encoder-pairs/pairs.jsonl --reports train/encoder/reports.jsonl \\
+        --vectors ~/.cache/codemem-train/encoder-trial/vectors.pkl --model-out DIR --out eval/results/finetune-trial.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codemem.encoders import MiniLMEmbedder
+from eval._paths import SHARED_DATA
+from eval._provenance import finish, provenance
+from train.content_check import validation_texts
+from train.encoder.export import model_dir
+from train.encoder.pairs import ENCODER_HISTORIES, fresh
+from train.encoder.windows_trial import (
+    QUERY_TOKENS,
+    TASK_TOKENS,
+    WINDOW_TOKENS,
+    _embed,
+    _load_kept,
+    commit_queries,
+    figures,
+    related_rank,
+    session_queries,
+    window_texts,
+)
+
+
+@dataclass(frozen=True)
+class FineTuning:
+    """How the encoder is fine-tuned (fixed before the first score, not tuned on it)."""
+
+    epochs: int = 1
+    batch: int = 32
+    lr: float = 2e-5
+    warmup: float = 0.1  # of the steps, linear
+    scale: float = 20.0  # cosine similarities times this are the logits
+    query_tokens: int = QUERY_TOKENS
+    document_tokens: int = WINDOW_TOKENS
+    seed: int = 0
+
+
+def training_pairs(reports: list[dict], pairs: list[dict]) -> list[tuple[str, str]]:
+    """(report, code window) and (report, message) for every report whose change is in `pairs`."""
+    by_change = {(p["repo"], p["sha"][:12]): p for p in pairs}
+    out: list[tuple[str, str]] = []
+    for r in reports:
+        p = by_change.get((r["repo"], r["sha"][:12]))
+        if p is not None:
+            out += [(r["report"], p["code"]), (r["report"], p["message"])]
+    return out
+
+
+def fine_tune(pairs: list[tuple[str, str]], cfg: FineTuning, log: Any = print) -> Any:
+    """The packaged model fine-tuned on `pairs` (a SentenceTransformer, on the CPU)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.manual_seed(cfg.seed)
+    model = SentenceTransformer(str(model_dir()), device="cpu")
+    model.train()
+    rng = random.Random(cfg.seed)
+    steps = cfg.epochs * -(-len(pairs) // cfg.batch)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+    warm = max(1, int(steps * cfg.warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+
+    def vectors(texts: list[str], tokens: int) -> torch.Tensor:
+        features = model.tokenizer(texts, padding=True, truncation=True, max_length=tokens, return_tensors="pt")
+        return torch.nn.functional.normalize(model(dict(features))["sentence_embedding"], dim=1)
+
+    started, done = time.monotonic(), 0
+    for _ in range(cfg.epochs):
+        order = list(range(len(pairs)))
+        rng.shuffle(order)
+        for start in range(0, len(order), cfg.batch):
+            batch = [pairs[i] for i in order[start: start + cfg.batch]]
+            # A report paired twice in one batch (with its window and its message) is not its own negative.
+            q = vectors([a for a, _ in batch], cfg.query_tokens)
+            d = vectors([b for _, b in batch], cfg.document_tokens)
+            logits = q @ d.T * cfg.scale
+            same = torch.tensor([[a == a2 and i != j for j, (a2, _) in enumerate(batch)] for i, (a, _) in enumerate(batch)])
+            logits = logits.masked_fill(same, float("-inf"))
+            loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            done += 1
+            if done % 10 == 0 or done == steps:
+                log(f"step {done}/{steps}: loss {loss.item():.3f}, {time.monotonic() - started:.0f} s")
+    model.eval()
+    return model
+
+
+class TunedEmbedder:
+    """`_embed`'s embedder over a SentenceTransformer: unit vectors read to `max_tokens`."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
+        self.model.max_seq_length = max_tokens
+        return np.asarray(self.model.encode([t[: max_tokens * 8] for t in texts], batch_size=32,
+                                            normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
+
+
+def dense_figures(queries: list[dict], embedder: Any, kept: dict | None = None) -> dict:
+    """Dense-only figures per kind, a candidate scored by the better of its task and code vectors."""
+    cards = {cid: text for q in queries for cid, text in q["pool"].items()}
+    kinds = {cid: q["kind"] for q in queries for cid in q["pool"]}
+    windows = {cid: window_texts(text) for cid, text in cards.items()}
+    task = {kind: _embed(embedder, (w["task"] or w["card"] for c, w in windows.items() if kinds[c] == kind), tokens, kept)
+            for kind, tokens in TASK_TOKENS.items()}
+    code = _embed(embedder, (w["code"] for w in windows.values()), WINDOW_TOKENS, kept)
+    qvec = _embed(embedder, (q["text"] for q in queries), QUERY_TOKENS, kept)
+    ranks: dict[str, list[int | None]] = {}
+    for q in queries:
+        v = qvec[q["text"]]
+        scored = []
+        for cid in q["pool"]:
+            w = windows[cid]
+            s = float(task[kinds[cid]][w["task"] or w["card"]] @ v)
+            if w["code"]:
+                s = max(s, float(code[w["code"]] @ v))
+            scored.append((s, cid))
+        ranks.setdefault(q["kind"], []).append(related_rank(scored, q["labels"]))
+    return figures(ranks)
+
+
+def passes(base: dict, tuned: dict) -> bool:
+    """The rule of the module's docstring."""
+    return (tuned["commit"]["mrr"] - base["commit"]["mrr"] >= 0.01
+            and tuned["session"]["mrr"] - base["session"]["mrr"] >= -0.005)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "codemem-train")
+    ap.add_argument("--pairs", type=Path, required=True, help="train.encoder.pairs output")
+    ap.add_argument("--reports", type=Path, required=True, help="train/encoder/reports.jsonl")
+    ap.add_argument("--shared", type=Path, default=SHARED_DATA, help="the shared data folder (validation texts)")
+    ap.add_argument("--vectors", type=Path, help="the packaged encoder's vectors kept between runs")
+    ap.add_argument("--model-out", type=Path, required=True, help="where the fine-tuned model is saved")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    prov = provenance("train.encoder.finetune_trial", argv)
+    cfg = FineTuning()
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+
+    queries = session_queries(args.cache) + commit_queries(args.cache)
+    screened = {q["repo"].lower() for q in queries}
+    trained = {r.split("/")[1].lower() for r in ENCODER_HISTORIES}
+    if screened & trained:
+        sys.exit(f"the screen would not be out of sample: {sorted(screened & trained)}")
+    pairs = [json.loads(line) for line in args.pairs.open()]
+    reports = [json.loads(line) for line in args.reports.open()]
+    validation = validation_texts(shared=args.shared)
+    reports_kept, reports_copied = fresh([{**r, "message": r["report"]} for r in reports], validation)
+    train = training_pairs(reports_kept, pairs)
+    log(f"{len(train)} pairs from {len(reports_kept)} reports ({len(reports_copied)} left out as copies of validation text)")
+
+    started = time.monotonic()
+    model = fine_tune(train, cfg, log)
+    train_s = time.monotonic() - started
+    model.save(str(args.model_out))
+
+    kept = _load_kept(args.vectors)
+    base_embedder = MiniLMEmbedder(threads=2)
+    started = time.monotonic()
+    base = dense_figures(queries, base_embedder, kept)
+    tuned = dense_figures(queries, TunedEmbedder(model))
+    log(f"screen embedded in {time.monotonic() - started:.0f} s")
+    verdict = passes(base, tuned)
+    args.out.write_text(json.dumps({
+        "provenance": finish(prov),
+        "rule": "worth a make train run when dense-only MRR on commits is >= 0.01 above the packaged encoder's "
+                "and on sessions at most 0.005 below it",
+        "training": asdict(cfg) | {"seconds": round(train_s), "pairs": len(train), "reports": len(reports_kept),
+                                   "reports_left_out_as_copies_of_validation_text": len(reports_copied),
+                                   "histories": len({r["repo"] for r in reports_kept})},
+        "screen": {"sessions": sum(q["kind"] == "session" for q in queries),
+                   "commits": sum(q["kind"] == "commit" for q in queries)},
+        "results": {"packaged": base, "fine-tuned": tuned}, "passes": verdict,
+    }, indent=1) + "\n")
+    print(json.dumps({"packaged": base, "fine-tuned": tuned, "passes": verdict}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
