@@ -57,6 +57,7 @@ FILE_LABELS: dict[str, str] = {
     "ranker-without-projects.json": "training",
     "windows-trial.json": "training",
     "adapter-trial.json": "training",
+    "finetune-trial.json": "training",
     "versus-97be416.json": "measurement",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
@@ -356,6 +357,11 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "{} / {} (task+code) -> {} / {} (adapted on code), {} / {} (adapted on both); chosen: {}".format(
                *(r["results"][v][k]["mrr"] for v in ("task+code", "adapted on code", "adapted on both")
                  for k in ("session", "commit")), r["chosen"])),
+    Figure("finetune-trial.json", "MiniLM fine-tuned on written reports of public changes (repositories no screened "
+           "query comes from), dense signal alone, training sessions / reports against commits: MRR",
+           lambda r: "{} / {} (packaged) -> {} / {} (fine-tuned); passes its rule: {}".format(
+               *(r["results"][v][k]["mrr"] for v in ("packaged", "fine-tuned") for k in ("session", "commit")),
+               "yes" if r["passes"] else "no")),
     Figure("versus-97be416.json", "cost against 97be416, side by side in one run (4 users of the 300 SWE-ContextBench "
            "trajectories; this checkout / 97be416)",
            lambda r: "; ".join(f"{name} {row['ratio']}x{'' if 'met' not in row else (' (met)' if row['met'] else ' (NOT met)')}"
