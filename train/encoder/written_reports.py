@@ -9,6 +9,7 @@ model trains on (the SWE-bench Verified replays, the past-fix histories) or an e
 an encoder trained on them never saw a training query's repository.
 
     python -m train.encoder.written_reports select --pairs PAIRS.jsonl --out DIR [--per-repo 34] [--batch 102]
+        [--skip train/encoder/reports.jsonl] [--seed 0]
     python -m train.encoder.written_reports merge --batches DIR --out train/encoder/reports.jsonl
 
 `select` writes `DIR/batch-K.jsonl` (each change's id, repository, message and code window, cut
@@ -37,11 +38,14 @@ MESSAGE_CHARS = 600
 CODE_CHARS = 1500
 
 
-def select(pairs: list[dict], per_repo: int, seed: int = 0) -> list[dict]:
+def select(pairs: list[dict], per_repo: int, seed: int = 0, skip: frozenset[tuple[str, str]] = frozenset()) -> list[dict]:
     """Up to `per_repo` changes of each encoder history whose message says it fixed something,
-    drawn at random (fixed seed), in a shuffled order (a batch mixes repositories)."""
+    none of `skip` (repository, commit: those that have a report already), drawn at random
+    (`seed`), in a shuffled order (a batch mixes repositories)."""
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for p in pairs:
+        if (p["repo"], p["sha"][:12]) in skip:
+            continue
         if p["repo"] in ENCODER_HISTORIES and FIXED.search(p["message"]) and len(p["message"].split()) >= 4:
             by_repo[p["repo"]].append(p)
     rng = random.Random(seed)
@@ -76,12 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", type=Path, required=True)
     s.add_argument("--per-repo", type=int, default=34)
     s.add_argument("--batch", type=int, default=102)
+    s.add_argument("--skip", type=Path, help="a reports file whose changes are not chosen again")
+    s.add_argument("--seed", type=int, default=0)
     m = sub.add_parser("merge")
     m.add_argument("--batches", type=Path, required=True)
     m.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     if args.command == "select":
-        rows = select([json.loads(line) for line in args.pairs.open()], args.per_repo)
+        skip = frozenset((r["repo"], r["sha"][:12]) for r in map(json.loads, args.skip.open())) if args.skip else frozenset()
+        rows = select([json.loads(line) for line in args.pairs.open()], args.per_repo, args.seed, skip)
         args.out.mkdir(parents=True, exist_ok=True)
         for k in range(0, len(rows), args.batch):
             with (args.out / f"batch-{k // args.batch}.jsonl").open("w") as f:
