@@ -10,11 +10,11 @@ an encoder trained on them never saw a training query's repository.
 
     python -m train.encoder.written_reports select --pairs PAIRS.jsonl --out DIR [--per-repo 34] [--batch 102]
         [--skip train/encoder/reports.jsonl] [--seed 0]
-    python -m train.encoder.written_reports merge --batches DIR --out train/encoder/reports.jsonl
+    python -m train.encoder.written_reports merge --batches DIR [DIR ...] --out train/encoder/reports.jsonl
 
 `select` writes `DIR/batch-K.jsonl` (each change's id, repository, message and code window, cut
 to what a helper can read) for the helpers; `merge` joins their `DIR/out-K.jsonl` (id, report)
-into the committed file (repository, commit, report: the code windows are rebuilt from the
+of every round's folder into the committed file (repository, commit, report: the code windows are rebuilt from the
 mirrors by `train.encoder.pairs`, never committed).
 """
 
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--skip", type=Path, help="a reports file whose changes are not chosen again")
     s.add_argument("--seed", type=int, default=0)
     m = sub.add_parser("merge")
-    m.add_argument("--batches", type=Path, required=True)
+    m.add_argument("--batches", type=Path, nargs="+", required=True, help="each round's folder, in order")
     m.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     if args.command == "select":
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(rows)} changes of {len({r['repo'] for r in rows})} histories in {-(-len(rows) // args.batch)} batches",
               file=sys.stderr)
     else:
-        rows = merge(args.batches)
+        rows = [row for folder in args.batches for row in merge(folder)]
         args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
         print(f"{len(rows)} reports", file=sys.stderr)
     return 0
