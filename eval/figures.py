@@ -58,6 +58,7 @@ FILE_LABELS: dict[str, str] = {
     "windows-trial.json": "training",
     "adapter-trial.json": "training",
     "finetune-trial.json": "training",
+    "finetune-trial-1616.json": "training",
     "versus-97be416.json": "measurement",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
@@ -194,6 +195,13 @@ def not_shown(r: Result) -> str:
     """Stored Adds whose Search for their mark did not show it (older files counted them as lost)."""
     n = r.get("stored_not_shown")
     return f", {n} stored but not shown by a Search for their mark" if n else ""
+
+
+def finetune_screen(r: Result) -> str:
+    """`train.encoder.finetune_trial`'s MRR before and after, and its rule's verdict."""
+    return "{} / {} (packaged) -> {} / {} (fine-tuned); passes its rule: {}".format(
+        *(r["results"][v][k]["mrr"] for v in ("packaged", "fine-tuned") for k in ("session", "commit")),
+        "yes" if r["passes"] else "no")
 
 
 def decisions_read(r: Result) -> str:
@@ -357,11 +365,11 @@ FIGURES: tuple[Figure, ...] = (
            lambda r: "{} / {} (task+code) -> {} / {} (adapted on code), {} / {} (adapted on both); chosen: {}".format(
                *(r["results"][v][k]["mrr"] for v in ("task+code", "adapted on code", "adapted on both")
                  for k in ("session", "commit")), r["chosen"])),
-    Figure("finetune-trial.json", "MiniLM fine-tuned on written reports of public changes (repositories no screened "
-           "query comes from), dense signal alone, training sessions / reports against commits: MRR",
-           lambda r: "{} / {} (packaged) -> {} / {} (fine-tuned); passes its rule: {}".format(
-               *(r["results"][v][k]["mrr"] for v in ("packaged", "fine-tuned") for k in ("session", "commit")),
-               "yes" if r["passes"] else "no")),
+    Figure("finetune-trial.json", "MiniLM fine-tuned on 816 written reports of public changes (repositories no "
+           "screened query comes from), dense signal alone, training sessions / reports against commits: MRR",
+           finetune_screen),
+    Figure("finetune-trial-1616.json", "the same, fine-tuned on both rounds' 1,616 reports",
+           finetune_screen),
     Figure("versus-97be416.json", "cost against 97be416, side by side in one run (4 users of the 300 SWE-ContextBench "
            "trajectories; this checkout / 97be416)",
            lambda r: "; ".join(f"{name} {row['ratio']}x{'' if 'met' not in row else (' (met)' if row['met'] else ' (NOT met)')}"
