@@ -47,15 +47,14 @@ from train.content_check import validation_texts
 from train.encoder.pairs import fresh
 from train.encoder.windows_trial import (
     QUERY_TOKENS,
-    TASK_TOKENS,
     WINDOW_TOKENS,
     _embed,
     _load_kept,
+    candidate_vectors,
     commit_queries,
     figures,
     related_rank,
     session_queries,
-    window_texts,
 )
 
 
@@ -161,13 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     queries = session_queries(args.cache) + commit_queries(args.cache)
     for q in queries:  # the repository a query's adapter must not have seen
         q["repo"] = q["repo"].lower()
-    cards = {cid: text for q in queries for cid, text in q["pool"].items()}
-    kinds = {cid: q["kind"] for q in queries for cid in q["pool"]}
-    windows = {cid: window_texts(text) for cid, text in cards.items()}
-    task = {kind: _embed(embedder, (w["task"] or w["card"] for c, w in windows.items() if kinds[c] == kind), tokens, kept)
-            for kind, tokens in TASK_TOKENS.items()}
-    code = _embed(embedder, (w["code"] for w in windows.values()), WINDOW_TOKENS, kept)
-    qvec = _embed(embedder, (q["text"] for q in queries), QUERY_TOKENS, kept)
+    vecs = candidate_vectors(queries, embedder, kept)
     if args.vectors is not None:
         with args.vectors.open("wb") as f:
             pickle.dump(kept, f)
@@ -178,9 +171,7 @@ def main(argv: list[str] | None = None) -> None:
         keep = pair_repo != repo
         adapters[repo] = fit_adapter(pq[keep], pt[keep], cfg)
         print(f"adapter without {repo}: {int(keep.sum())} pairs, {time.monotonic() - started:.0f} s", file=sys.stderr)
-    results = score(queries, qvec,
-                    lambda cid: task[kinds[cid]][windows[cid]["task"] or windows[cid]["card"]],
-                    lambda cid: code.get(windows[cid]["code"]), adapters)
+    results = score(queries, vecs.query, vecs.task, vecs.code, adapters)
     chosen = choose(results)
     args.out.write_text(json.dumps({
         "provenance": finish(prov),

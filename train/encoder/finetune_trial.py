@@ -50,15 +50,13 @@ from train.encoder.export import model_dir
 from train.encoder.pairs import ENCODER_HISTORIES, fresh
 from train.encoder.windows_trial import (
     QUERY_TOKENS,
-    TASK_TOKENS,
     WINDOW_TOKENS,
-    _embed,
     _load_kept,
+    candidate_vectors,
     commit_queries,
     figures,
     related_rank,
     session_queries,
-    window_texts,
 )
 
 
@@ -145,22 +143,15 @@ class TunedEmbedder:
 def dense_ranks(queries: list[dict], embedder: Any, kept: dict | None = None) -> dict[str, list[int | None]]:
     """Each query's rank of its first related candidate, per kind, by the dense signal alone: a
     candidate scored by the better of its task and code vectors."""
-    cards = {cid: text for q in queries for cid, text in q["pool"].items()}
-    kinds = {cid: q["kind"] for q in queries for cid in q["pool"]}
-    windows = {cid: window_texts(text) for cid, text in cards.items()}
-    task = {kind: _embed(embedder, (w["task"] or w["card"] for c, w in windows.items() if kinds[c] == kind), tokens, kept)
-            for kind, tokens in TASK_TOKENS.items()}
-    code = _embed(embedder, (w["code"] for w in windows.values()), WINDOW_TOKENS, kept)
-    qvec = _embed(embedder, (q["text"] for q in queries), QUERY_TOKENS, kept)
+    vecs = candidate_vectors(queries, embedder, kept)
     ranks: dict[str, list[int | None]] = {}
     for q in queries:
-        v = qvec[q["text"]]
+        v = vecs.query[q["text"]]
         scored = []
         for cid in q["pool"]:
-            w = windows[cid]
-            s = float(task[kinds[cid]][w["task"] or w["card"]] @ v)
-            if w["code"]:
-                s = max(s, float(code[w["code"]] @ v))
+            s = float(vecs.task(cid) @ v)
+            if (code := vecs.code(cid)) is not None:
+                s = max(s, float(code @ v))
             scored.append((s, cid))
         ranks.setdefault(q["kind"], []).append(related_rank(scored, q["labels"]))
     return ranks

@@ -31,8 +31,10 @@ import json
 import pickle
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -133,7 +135,13 @@ def commit_queries(cache: Path) -> list[dict]:
     return out
 
 
-def _embed(embedder: MiniLMEmbedder, texts: Iterable[str], max_tokens: int,
+class Embeds(Protocol):
+    """What the screens embed with: the service's encoder, or a trial's."""
+
+    def embed(self, texts: list[str], max_tokens: int) -> np.ndarray: ...
+
+
+def _embed(embedder: Embeds, texts: Iterable[str], max_tokens: int,
            kept: dict[tuple[int, str], np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Each text's vector at `max_tokens`; `kept` holds vectors of earlier runs (and gets these)."""
     kept = {} if kept is None else kept
@@ -142,6 +150,30 @@ def _embed(embedder: MiniLMEmbedder, texts: Iterable[str], max_tokens: int,
     if missing:
         kept.update(zip(((max_tokens, t) for t in missing), embedder.embed(missing, max_tokens), strict=True))
     return {t: kept[(max_tokens, t)] for t in unique}
+
+
+@dataclass(frozen=True)
+class CandidateVectors:
+    """The product's two vectors of each candidate (its task's and its code window's, by
+    candidate id; None where it shows no change) and each query's vector (by its text)."""
+
+    task: Callable[[str], np.ndarray]
+    code: Callable[[str], np.ndarray | None]
+    query: dict[str, np.ndarray]
+
+
+def candidate_vectors(queries: list[dict], embedder: Embeds,
+                      kept: dict[tuple[int, str], np.ndarray] | None = None) -> CandidateVectors:
+    """Every candidate's vectors and every query's, read as the service reads them."""
+    cards = {cid: text for q in queries for cid, text in q["pool"].items()}
+    kinds = {cid: q["kind"] for q in queries for cid in q["pool"]}
+    windows = {cid: window_texts(text) for cid, text in cards.items()}
+    task = {kind: _embed(embedder, (w["task"] or w["card"] for c, w in windows.items() if kinds[c] == kind), tokens, kept)
+            for kind, tokens in TASK_TOKENS.items()}
+    code = _embed(embedder, (w["code"] for w in windows.values()), WINDOW_TOKENS, kept)
+    return CandidateVectors(lambda cid: task[kinds[cid]][windows[cid]["task"] or windows[cid]["card"]],
+                            lambda cid: code.get(windows[cid]["code"]),
+                            _embed(embedder, (q["text"] for q in queries), QUERY_TOKENS, kept))
 
 
 def _load_kept(path: Path | None) -> dict[tuple[int, str], np.ndarray]:
