@@ -1,12 +1,14 @@
 """`make train`: rebuild every shipped model at HEAD from public sources, each step cached.
 
     python -m train [--cache DIR] [--mirrors DIR] [--shared DIR] [--steps a,b] [--check]
-                    [--allow-dirty] [--no-install]
+                    [--allow-dirty] [--no-install] [--encoder minilm|tuned]
 
 Steps, in order (`train.steps`): the encoder's ONNX form (`encoder`), the agent replays (`replay-mini`, `replay-vorflux`,
 `replay-openhands`, `replay-mixed`), the past-fix histories (`pastfix`) and their searches
 (`commits`), the dated projects only where the model reads time features, the relevance model
-(`ranker`) and the decision reader (`decisions`). `--steps` runs those named and the steps they
+(`ranker`) and the decision reader (`decisions`). `--encoder tuned` builds every one of them on
+the vectors of MiniLM fine-tuned by the run itself (`pairs`, `encoder-tuned`); the default is the
+encoder that ships (`train.steps.SHIPPED_ENCODER`). `--steps` runs those named and the steps they
 read. Each step's output is kept in `--cache` under a key of its code, data, sources and
 parameters (`train.pipeline`): an unchanged step is not run again. Then the models and their
 cards are copied into the package (`--no-install`: left in the cache).
@@ -30,7 +32,7 @@ from train.content_check import repository_matches
 from train.mirrors import DEFAULT_MIRRORS
 from train.pipeline import Step, execute, plan
 from train.provenance import REPO_ROOT, changed_paths, tree_state
-from train.steps import shipped
+from train.steps import ENCODERS, SHIPPED_ENCODER, shipped
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codemem-train"
 MISSING = 2
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="say what would run and what is missing; run nothing")
     ap.add_argument("--allow-dirty", action="store_true", help="train from a tree with uncommitted changes")
     ap.add_argument("--no-install", action="store_true", help="leave the models in the cache")
+    ap.add_argument("--encoder", choices=ENCODERS, default=SHIPPED_ENCODER,
+                    help=f"the encoder every model is built on ({SHIPPED_ENCODER}: the one that ships)")
     args = ap.parse_args(argv)
     cache = args.cache.expanduser().resolve()
     print(f"training cache: {cache}", flush=True)
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refusing to train: {len(matches)} training file(s) match validation text (train/content_check.py; "
               "take the file out or rewrite it):\n  " + "\n  ".join(m.line() for m in matches), flush=True)
         return COPIES
-    steps = shipped(args.shared, args.allow_dirty, None if args.no_install else REPO_ROOT)
+    steps = shipped(args.shared, args.allow_dirty, None if args.no_install else REPO_ROOT, args.encoder)
     if args.steps:
         steps = selected(steps, [s for s in args.steps.split(",") if s])
     planned = plan(steps, cache, args.mirrors, tree)

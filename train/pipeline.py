@@ -55,6 +55,8 @@ class Step:
     after: tuple[str, ...] = ()  # steps whose outputs it reads
     at_head: bool = False  # writes a card naming the commit: keyed by the tree's state too
     env: Mapping[str, str] = field(default_factory=dict)
+    # Variables set to a path by its name, as in `argv` (`"after:encoder-tuned"`): keyed by the name.
+    env_paths: Mapping[str, str] = field(default_factory=dict)
     # Puts the step's output where the product reads it; returns what it wrote.
     install: Callable[[Path], list[Path]] | None = None
 
@@ -114,7 +116,7 @@ def plan(steps: Sequence[Step], cache: Path, mirrors: Path, tree: TreeState, roo
         material: dict[str, Any] = {
             "step": step.name, "module": step.module, "argv": step.argv(lambda name: f"<{name}>"),
             "code": tree_sha256([root / p for p in step.code], root, skip=[root / d for d in MODEL_DIRS]),
-            "inputs": inputs, "sources": commits, "after": upstream, "env": env, "environ": dict(step.env),
+            "inputs": inputs, "sources": commits, "after": upstream, "env": env, "environ": dict(step.env) | {k: f"<{v}>" for k, v in step.env_paths.items()},
             "tree": dict(tree) if step.at_head else None}
         key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
         keys[step.name] = key
@@ -143,15 +145,16 @@ def path_of(planned: Planned, outputs: Mapping[str, Path], cache: Path, mirrors:
     return path
 
 
-def run_step(planned: Planned, argv: list[str], root: Path) -> float:
-    """Run one step into its folder, its output shown and kept in `log.txt`; `step.json` last."""
+def run_step(planned: Planned, argv: list[str], root: Path, env: Mapping[str, str] | None = None) -> float:
+    """Run one step into its folder (`env`: its variables, over the process's), its output shown
+    and kept in `log.txt`; `step.json` last."""
     assert planned.out is not None and planned.key is not None
     planned.out.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", planned.step.module, *argv]
     t0 = time.perf_counter()
     with (planned.out / "log.txt").open("a") as log:
         log.write(f"$ {' '.join(command)}\n")
-        proc = subprocess.Popen(command, cwd=root, env={**os.environ, **planned.step.env}, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(command, cwd=root, env={**os.environ, **(env or planned.step.env)}, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -180,7 +183,9 @@ def execute(planned: Sequence[Planned], cache: Path, mirrors: Path, root: Path =
             print(f"{p.step.name}: cached, {p.out}", flush=True)
         else:
             print(f"{p.step.name}: running python -m {p.step.module} into {p.out}", flush=True)
-            seconds = run_step(p, p.step.argv(path_of(p, outputs, cache, mirrors)), root)
+            path = path_of(p, outputs, cache, mirrors)
+            env = {**p.step.env, **{name: path(value) for name, value in p.step.env_paths.items()}}
+            seconds = run_step(p, p.step.argv(path), root, env)
             print(f"{p.step.name}: done in {seconds:.0f} s", flush=True)
         outputs[p.step.name] = p.out
     if install:

@@ -11,17 +11,18 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from train.decisions import DATA_FILES as DECISION_DATA
+from train.encoder.pairs import ENCODER_HISTORIES
 from train.licences import training_agents
 from train.mirrors import MULTI_SWE_BENCH, Source, agent_run, histories
 from train.pipeline import PathOf, Step
 from train.provenance import REPO_ROOT
 
 # The code every data step runs: the product's ingest, retrievers and features, and the rules.
-CORE = ("codemem", "parsers", "pyproject.toml", "train/data.py", "eval/_paths.py")
+CORE = ("codemem", "parsers", "pyproject.toml", "train/data.py", "eval/_paths.py", "train/encoder/__init__.py")
 MIXED = "mixed"
 # Every data step runs with a fixed hash seed: it fixes the order of sets, and with it the last
 # bits of the summed scores (location masses, field matches), how their ties fall, and the
@@ -34,6 +35,12 @@ SAME_EVERY_RUN = {"PYTHONHASHSEED": "0"}
 AGENTS = ("mini", "vorflux", "openhands")
 TRAINED_AGENTS = training_agents(AGENTS)
 CHECK_AGENTS = tuple(a for a in AGENTS if a not in TRAINED_AGENTS)
+# The encoders a build can embed with: the packaged all-MiniLM-L6-v2, or MiniLM fine-tuned on the
+# written reports by the build's own `encoder-tuned` step; which one ships is decided by the rule of
+# `train/encoder/README.md` ("What ships it": both builds at one commit, out of fold).
+ENCODERS = ("minilm", "tuned")
+SHIPPED_ENCODER = "minilm"
+TUNED = "encoder-tuned"
 
 
 def encoder_step(install_root: Path | None) -> Step:
@@ -49,6 +56,50 @@ def encoder_step(install_root: Path | None) -> Step:
     return Step("encoder", "train.encoder.export", lambda path: ["--out", path("out")],
                 code=("codemem/encoders/onnx_graph.py", "train/encoder/export.py", "train/provenance.py"),
                 at_head=True, install=None if install_root is None else install)
+
+
+def pairs_step(shared: Path) -> Step:
+    """`train.encoder.pairs --encoder-only`: each change of the encoder's histories with its
+    message and code window, as the git import renders them (minutes)."""
+    return Step("pairs", "train.encoder.pairs",
+                lambda path: ["--mirrors", path("mirrors"), "--shared", path("input:shared"), "--encoder-only",
+                              "--out", f"{path('out')}/pairs.jsonl", "--work", f"{path('out')}/work"],
+                code=("codemem", "train/encoder/pairs.py", "train/content_check.py", "train/data.py", "train/licences.py",
+                      "train/past_fixes/build_data.py"),
+                inputs={"shared": shared}, sources={r: Source(r, None, "an encoder history") for r in ENCODER_HISTORIES},
+                env=SAME_EVERY_RUN)
+
+
+def tuned_encoder_step(shared: Path, install_root: Path | None) -> Step:
+    """`train.encoder.finetune`: MiniLM fine-tuned on the written reports and their changes, its
+    graph exported and checked (about 10 min of 2 cores); installed as `models/tuned/` only by a
+    build that ships it."""
+    def install(out: Path) -> list[Path]:
+        assert install_root is not None
+        folder = install_root / "codemem" / "encoders" / "models" / "tuned"
+        folder.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copyfile(out / name, folder / name))
+                for name in ("model.onnx", "tokenizer.json", "probe.npy", "card.json")]
+
+    reports = REPO_ROOT / "train" / "encoder" / "reports.jsonl"
+    return Step(TUNED, "train.encoder.finetune",
+                lambda path: ["--pairs", f"{path('after:pairs')}/pairs.jsonl", "--reports", path("input:reports"),
+                              "--shared", path("input:shared"), "--out", path("out")],
+                code=("codemem/encoders/onnx_graph.py", "train/encoder/finetune.py", "train/encoder/export.py",
+                      "train/encoder/pairs.py", "train/content_check.py", "train/provenance.py"),
+                inputs={"reports": reports, "shared": shared}, after=("pairs",), at_head=True,
+                env=SAME_EVERY_RUN, install=None if install_root is None else install)
+
+
+def embedding_with(step: Step, encoder: str) -> Step:
+    """`step` as it runs with `encoder`: a step that runs the product (its code holds `codemem`)
+    embeds with the fine-tuned encoder of the build's `encoder-tuned` step where `encoder` is
+    "tuned" (`CODEMEM_EMBEDDER` names its folder, `train.encoder.chosen_encoder`; its key then
+    changes with it)."""
+    if encoder == "minilm" or "codemem" not in step.code or step.name in ("pairs", TUNED):
+        return step
+    return replace(step, env_paths={**step.env_paths, "CODEMEM_EMBEDDER": f"after:{TUNED}"},
+                   after=(*step.after, TUNED))
 
 
 def replay_step(name: str, sessions: Mapping[str, Source | Path], replays: Sequence[str], tasks: Path) -> Step:
@@ -201,10 +252,16 @@ def decisions_step(sentences: Sequence[Path], allow_dirty: bool, install_root: P
                 at_head=True, install=None if install_root is None else install)
 
 
-def shipped(shared: Path, allow_dirty: bool, install_root: Path | None = REPO_ROOT) -> list[Step]:
-    """Every step that rebuilds the shipped models from public sources, in order."""
+def shipped(shared: Path, allow_dirty: bool, install_root: Path | None = REPO_ROOT,
+            encoder: str = SHIPPED_ENCODER) -> list[Step]:
+    """Every step that rebuilds the shipped models from public sources, in order, every model
+    built on the vectors of `encoder` (one of `ENCODERS`)."""
+    if encoder not in ENCODERS:
+        raise ValueError(f"unknown encoder {encoder!r}: one of {ENCODERS}")
     tasks = shared / "swe-verified-reuse"
     steps = [encoder_step(install_root)]
+    if encoder == "tuned":
+        steps += [pairs_step(shared), tuned_encoder_step(shared, install_root)]
     steps += [replay_step(f"replay-{agent}", {agent: agent_run(agent)}, [agent], tasks)
              for agent in (*TRAINED_AGENTS, *CHECK_AGENTS)]
     steps.append(replay_step(f"replay-{MIXED}", {a: agent_run(a) for a in TRAINED_AGENTS}, [MIXED], tasks))
@@ -218,4 +275,4 @@ def shipped(shared: Path, allow_dirty: bool, install_root: Path | None = REPO_RO
                       projects="projects")
     steps += [ranker_step(data, allow_dirty, install_root),
               decisions_step([REPO_ROOT / "train" / "decisions" / name for name in DECISION_DATA], allow_dirty, install_root)]
-    return steps
+    return [embedding_with(step, encoder) for step in steps]

@@ -17,10 +17,17 @@ from typing import Protocol
 
 import numpy as np
 
-from codemem.encoders.minilm import MINILM_DIM, MINILM_NAME, MiniLMEmbedder
 from codemem.encoders.onnx_graph import EncoderUnavailable
+from codemem.encoders.packaged import (
+    MINILM_DIM,
+    MINILM_NAME,
+    MiniLMEmbedder,
+    PackagedEmbedder,
+    packaged_folder,
+)
 
-__all__ = ["MINILM_DIM", "MINILM_NAME", "Embedder", "EncoderUnavailable", "MiniLMEmbedder", "make_embedder"]
+__all__ = ["MINILM_DIM", "MINILM_NAME", "Embedder", "EncoderUnavailable", "MiniLMEmbedder", "PackagedEmbedder",
+           "make_embedder"]
 
 
 class Embedder(Protocol):
@@ -56,9 +63,6 @@ class Embedder(Protocol):
 
 
 def make_embedder(name: str, threads: int = 1) -> Embedder:
-    """The embedder named by the `embedder` setting."""
-    choices = {"minilm": MiniLMEmbedder}
-    try:
-        return choices[name](threads=threads)
-    except KeyError:
-        raise ValueError(f"unknown embedder {name!r}; choose one of {sorted(choices)}") from None
+    """The embedder named by the `embedder` setting (`CODEMEM_EMBEDDER`): a packaged encoder by
+    its folder's name in `models/`, or the path of an encoder's folder (`packaged_folder`)."""
+    return PackagedEmbedder(packaged_folder(name), threads=threads)

@@ -16,12 +16,13 @@ import multiprocessing
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MINILM_NAME, MiniLMEmbedder
+from codemem.encoders import PackagedEmbedder
 from codemem.experience.building.render import code_window
 from codemem.experience.types import Experience
 from codemem.git.cards import commit_to_experience
@@ -97,10 +98,10 @@ def ingest_git(
     with contextlib.ExitStack() as stack:
         if todo >= _PROCESS_FROM:
             pool = stack.enter_context(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
-            # The packaged encoder this process uses gives the same vectors there.
-            embed_aside = memory.embedder.name == MINILM_NAME
+            # The packaged encoder this process uses, loaded from the same folder, gives the same vectors there.
+            folder = memory.embedder.folder if isinstance(memory.embedder, PackagedEmbedder) else None
             window_tokens = memory.settings.embedding.code_window_tokens
-            converted: Iterator[Converted] = _converted_aside(pool, records, embed_aside, window_tokens)
+            converted: Iterator[Converted] = _converted_aside(pool, records, folder, window_tokens)
         else:
             converted = ((c, commit_to_experience(c), {}) for c in records)
         pending: list[tuple[AddRequest, Experience]] = []
@@ -141,35 +142,36 @@ def _embedded_text(experience: Experience) -> str:
 
 
 @functools.cache
-def _aside_embedder() -> MiniLMEmbedder:
-    """The converting process's embedder, made on its first chunk."""
-    return MiniLMEmbedder(threads=1)
+def _aside_embedder(folder: Path) -> PackagedEmbedder:
+    """The converting process's embedder of the packaged encoder in ``folder``, made on its first chunk."""
+    return PackagedEmbedder(folder, threads=1)
 
 
-def _convert_many(commits: list[CommitRecord], embed: bool, code_window_tokens: int) -> list[Converted]:
-    """Experiences of ``commits``, and with ``embed`` their cards' vectors (the task's, and
-    with ``code_window_tokens`` the code window's), embedded by the packaged encoder."""
+def _convert_many(commits: list[CommitRecord], folder: Path | None, code_window_tokens: int) -> list[Converted]:
+    """Experiences of ``commits``, and with an encoder's ``folder`` their cards' vectors (the
+    task's, and with ``code_window_tokens`` the code window's), embedded by that encoder."""
     done = [(c, commit_to_experience(c)) for c in commits]
-    if not embed:
+    if folder is None:
         return [(c, e, {}) for c, e in done]
-    tasks = _aside_embedder().embed([_embedded_text(e) for _, e in done], GIT_EMBED_TOKENS)
+    embedder = _aside_embedder(folder)
+    tasks = embedder.embed([_embedded_text(e) for _, e in done], GIT_EMBED_TOKENS)
     windows = [code_window(e.card.text) if code_window_tokens else "" for _, e in done]
     shown = [w for w in windows if w]
-    by_window = dict(zip(shown, _aside_embedder().embed(shown, code_window_tokens), strict=True)) if shown else {}
+    by_window = dict(zip(shown, embedder.embed(shown, code_window_tokens), strict=True)) if shown else {}
     return [(c, e, {_embedded_text(e): task} | ({w: by_window[w]} if w else {}))
             for (c, e), task, w in zip(done, tasks, windows, strict=True)]
 
 
-def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord], embed: bool,
+def _converted_aside(pool: ProcessPoolExecutor, records: Iterator[CommitRecord], folder: Path | None,
                      code_window_tokens: int) -> Iterator[Converted]:
-    """``records`` converted (and with ``embed``, their cards embedded) in ``pool``, in
+    """``records`` converted (and with an encoder's ``folder``, their cards embedded) in ``pool``, in
     order, a few chunks ahead of the consumer (not ``pool.map``, which reads the whole
     history into memory before the first result)."""
     ahead: collections.deque[Future[list[Converted]]] = collections.deque()
     for n in itertools.count():
         if not (chunk := list(itertools.islice(records, _CHUNK))):
             break
-        ahead.append(pool.submit(_convert_many, chunk, embed and (n + 1) % _EMBED_HERE_EVERY != 0, code_window_tokens))
+        ahead.append(pool.submit(_convert_many, chunk, folder if (n + 1) % _EMBED_HERE_EVERY != 0 else None, code_window_tokens))
         if len(ahead) > _AHEAD:
             yield from ahead.popleft().result()
     while ahead:

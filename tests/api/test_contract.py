@@ -261,9 +261,9 @@ def test_health_answers_while_the_store_cannot_be_read(client: TestClient, memor
 
 
 def test_health_says_loading_before_the_encoder_is_in(client: TestClient, monkeypatch) -> None:
-    from codemem.encoders import minilm as embedding
+    from codemem.encoders import packaged
 
-    monkeypatch.setattr(embedding, "_ENCODER", [])  # as in a server that has not loaded it yet
+    monkeypatch.setattr(packaged, "_ENCODERS", {})  # as in a server that has not loaded it yet
     body = client.get("/health").json()
     assert body["model_loaded"] is False and body["query_embedding"] == "loading"
 

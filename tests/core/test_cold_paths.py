@@ -32,7 +32,7 @@ def test_fingerprints_are_the_model_s_own_token_ids_and_need_no_torch(embedder: 
     worse, keep a vector of another text)."""
     from transformers import AutoTokenizer
 
-    from codemem.encoders.minilm import _fingerprint, _prefix_for_tokenizer
+    from codemem.encoders.packaged import _fingerprint, _prefix_for_tokenizer
     from train.encoder.export import model_dir
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir()))

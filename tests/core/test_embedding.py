@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codemem.encoders import EncoderUnavailable, MiniLMEmbedder
-from codemem.encoders import minilm as embedding
+from codemem.encoders import EncoderUnavailable, MiniLMEmbedder, PackagedEmbedder
+from codemem.encoders import packaged as embedding
 from codemem.encoders.onnx_graph import PROBE, PROBE_TOKENS
 from train.encoder.export import model_dir, reference_vectors
 from train.provenance import file_sha256
@@ -65,9 +65,8 @@ def test_the_packaged_files_are_the_export_of_the_installed_weights(sentence_tra
 
 
 def _fresh_load(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
-    monkeypatch.setattr(embedding, "MODEL_DIR", folder)
-    monkeypatch.setattr(embedding, "_ENCODER", [])
-    MiniLMEmbedder().load()
+    monkeypatch.setattr(embedding, "_ENCODERS", {})
+    PackagedEmbedder(folder).load()
 
 
 def test_a_graph_that_does_not_give_its_probe_vector_or_is_missing_is_refused(tmp_path: Path,

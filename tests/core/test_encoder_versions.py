@@ -33,7 +33,9 @@ class Reversed(MiniLMEmbedder):
     """Another encoder of the same dimensions: MiniLM's components in reverse order, a vector
     space in which MiniLM's vectors mean nothing."""
 
-    name = "codemem-tests/reversed-minilm@1"
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "codemem-tests/reversed-minilm@1"
 
     def embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         return np.ascontiguousarray(super().embed(texts, max_tokens)[:, ::-1])

@@ -45,11 +45,11 @@ from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
 from codemem.config import Embedding
-from codemem.encoders import MiniLMEmbedder
 from codemem.timeline.decisions import MODEL, DecisionReader
 from codemem.timeline.linear_text import LinearText
 from train.data import refuse_evaluation_data
 from train.decisions import DATA_FILES
+from train.encoder import chosen_embedder
 from train.licences import require_text
 from train.provenance import file_sha256, tree_state
 
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("the tree has uncommitted changes to tracked files: commit them first, or give "
                          "--allow-dirty (the card then says the tree was dirty)")
     texts, y = load(data)
-    embedder = MiniLMEmbedder()
+    embedder = chosen_embedder()
     emb = embedder.embed(texts, Embedding().max_tokens)
     grid = {c: out_of_fold(texts, emb, y, c) for c in GRID_C}
     losses = {c: float(log_loss(y, p)) for c, p in grid.items()}

@@ -1,6 +1,6 @@
 """The packaged encoder's ONNX form: all-MiniLM-L6-v2 (mean pooled, normalised) exported from
 torch into one graph, so that the service embeds with ONNX Runtime and the `tokenizers` library
-alone, with no torch installed (`codemem/encoders/minilm.py`).
+alone, with no torch installed (`codemem/encoders/packaged.py`).
 
     python -m train.encoder.export --out DIR
 
@@ -111,6 +111,29 @@ def largest_difference(encoder: OnnxEncoder, model: Any) -> float:
     return worst
 
 
+class ExportRefused(RuntimeError):
+    """The graph's vectors differ from sentence-transformers' beyond `TOLERANCE`."""
+
+
+def write_encoder(model: Any, tokenizer: Path, out: Path) -> float:
+    """Write `model`'s graph, its tokenizer (the file `tokenizer`), and its probe vector into
+    `out`, and check the graph against sentence-transformers (`ExportRefused` beyond
+    `TOLERANCE`). Returns the largest difference seen; the card is the caller's."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "model.onnx").write_bytes(export_graph(model))
+    shutil.copyfile(tokenizer, out / "tokenizer.json")
+    np.save(out / "probe.npy", reference_vectors(model, [PROBE], PROBE_TOKENS)[0])
+    drift = largest_difference(OnnxEncoder.load(out / "model.onnx", out / "tokenizer.json", threads=1), model)
+    if drift > TOLERANCE:
+        raise ExportRefused(f"refusing the export: its vectors differ from sentence-transformers' by {drift:.2g} "
+                            f"(> {TOLERANCE:g})")
+    return drift
+
+
+def exporting_libraries() -> dict[str, str]:
+    return {lib: metadata.version(lib) for lib in ("torch", "sentence-transformers", "transformers", "onnx")}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m train.encoder.export", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -120,16 +143,10 @@ def main(argv: list[str] | None = None) -> int:
 
     source = model_dir()
     model = SentenceTransformer(str(source), device="cpu")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "model.onnx").write_bytes(export_graph(model))
-    shutil.copyfile(source / "tokenizer.json", args.out / "tokenizer.json")
-    np.save(args.out / "probe.npy", reference_vectors(model, [PROBE], PROBE_TOKENS)[0])
-
-    encoder = OnnxEncoder.load(args.out / "model.onnx", args.out / "tokenizer.json", threads=1)
-    drift = largest_difference(encoder, model)
-    if drift > TOLERANCE:
-        print(f"refusing the export: its vectors differ from sentence-transformers' by {drift:.2g} "
-              f"(> {TOLERANCE:g})", file=sys.stderr)
+    try:
+        drift = write_encoder(model, source / "tokenizer.json", args.out)
+    except ExportRefused as e:
+        print(e, file=sys.stderr)
         return 1
     card = {
         "encoder": "sentence-transformers/all-MiniLM-L6-v2",
@@ -137,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         "weights": {"package": SOURCE_PACKAGE, "version": metadata.version(SOURCE_PACKAGE),
                     "file": "model.safetensors", "sha256": file_sha256(source / "model.safetensors"),
                     "licence": "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)"},
-        "exported_with": {lib: metadata.version(lib) for lib in ("torch", "sentence-transformers", "transformers", "onnx")},
+        "exported_with": exporting_libraries(),
         "largest_difference_from_sentence_transformers": drift,
         "checked_on": {"texts": len(CHECK_TEXTS), "max_tokens": list(CHECK_TOKENS), "alone_and_batched": True},
         "trained_on": {"commit": at["commit"], "clean_tree": at["clean_tree"],

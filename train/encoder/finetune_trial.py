@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +45,9 @@ from eval._paths import SHARED_DATA
 from eval._provenance import finish, provenance
 from eval.replay.metrics import reciprocal_rank
 from train.content_check import validation_texts
-from train.encoder.export import model_dir
+from train.encoder.finetune import FineTuning, fine_tune, training_pairs
 from train.encoder.pairs import ENCODER_HISTORIES, fresh
 from train.encoder.windows_trial import (
-    QUERY_TOKENS,
-    WINDOW_TOKENS,
     _load_kept,
     candidate_vectors,
     commit_queries,
@@ -58,74 +55,6 @@ from train.encoder.windows_trial import (
     related_rank,
     session_queries,
 )
-
-
-@dataclass(frozen=True)
-class FineTuning:
-    """How the encoder is fine-tuned (fixed before the first score, not tuned on it)."""
-
-    epochs: int = 1
-    batch: int = 32
-    lr: float = 2e-5
-    warmup: float = 0.1  # of the steps, linear
-    scale: float = 20.0  # cosine similarities times this are the logits
-    query_tokens: int = QUERY_TOKENS
-    document_tokens: int = WINDOW_TOKENS
-    seed: int = 0
-
-
-def training_pairs(reports: list[dict], pairs: list[dict]) -> list[tuple[str, str]]:
-    """(report, code window) and (report, message) for every report whose change is in `pairs`."""
-    by_change = {(p["repo"], p["sha"][:12]): p for p in pairs}
-    out: list[tuple[str, str]] = []
-    for r in reports:
-        p = by_change.get((r["repo"], r["sha"][:12]))
-        if p is not None:
-            out += [(r["report"], p["code"]), (r["report"], p["message"])]
-    return out
-
-
-def fine_tune(pairs: list[tuple[str, str]], cfg: FineTuning, log: Any = print) -> Any:
-    """The packaged model fine-tuned on `pairs` (a SentenceTransformer, on the CPU)."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    torch.manual_seed(cfg.seed)
-    model = SentenceTransformer(str(model_dir()), device="cpu")
-    model.train()
-    rng = random.Random(cfg.seed)
-    steps = cfg.epochs * -(-len(pairs) // cfg.batch)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
-    warm = max(1, int(steps * cfg.warmup))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
-
-    def vectors(texts: list[str], tokens: int) -> torch.Tensor:
-        features = model.tokenizer(texts, padding=True, truncation=True, max_length=tokens, return_tensors="pt")
-        return torch.nn.functional.normalize(model(dict(features))["sentence_embedding"], dim=1)
-
-    started, done = time.monotonic(), 0
-    for _ in range(cfg.epochs):
-        order = list(range(len(pairs)))
-        rng.shuffle(order)
-        for start in range(0, len(order), cfg.batch):
-            batch = [pairs[i] for i in order[start: start + cfg.batch]]
-            # A report paired twice in one batch (with its window and its message) is not its own negative.
-            q = vectors([a for a, _ in batch], cfg.query_tokens)
-            d = vectors([b for _, b in batch], cfg.document_tokens)
-            logits = q @ d.T * cfg.scale
-            same = torch.tensor([[a == a2 and i != j for j, (a2, _) in enumerate(batch)] for i, (a, _) in enumerate(batch)])
-            logits = logits.masked_fill(same, float("-inf"))
-            loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            done += 1
-            if done % 10 == 0 or done == steps:
-                log(f"step {done}/{steps}: loss {loss.item():.3f}, {time.monotonic() - started:.0f} s")
-    model.eval()
-    return model
 
 
 class TunedEmbedder:

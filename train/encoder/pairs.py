@@ -15,7 +15,7 @@ window (`codemem.experience.building.render.code_window`). What is left out:
 - a change whose message shares an 8-word run with any validation text (`fresh`, the
   content check of `train.content_check`): a commit that quotes an evaluation report.
 
-    python -m train.encoder.pairs --mirrors /work/.mirror --shared ../shared/data --out PAIRS.jsonl
+    python -m train.encoder.pairs --mirrors /work/.mirror --shared ../shared/data --out PAIRS.jsonl [--encoder-only]
 """
 
 from __future__ import annotations
@@ -57,9 +57,10 @@ _AUTOMATED = re.compile(r"^(bump \S+ from \S+ to |bump version|build\(deps|chore
 _NUMBER = re.compile(r"#(\d+)\b")
 
 
-def histories() -> list[str]:
-    """Every history the pairs are read from, evaluation repositories left out."""
-    names = [*PAST_FIX_HISTORIES, *ENCODER_HISTORIES]
+def histories(encoder_only: bool = False) -> list[str]:
+    """Every history the pairs are read from (with `encoder_only`, those of the written reports:
+    `make train`'s `pairs` step), evaluation repositories left out."""
+    names = [*([] if encoder_only else PAST_FIX_HISTORIES), *ENCODER_HISTORIES]
     return [r for r in dict.fromkeys(names) if not is_never_repo(r)]
 
 
@@ -105,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "codemem-train" / "encoder-pairs",
                         help="where the histories are walked (clones sharing the mirrors' objects)")
+    parser.add_argument("--encoder-only", action="store_true",
+                        help="only the encoder's own histories (those the written reports are of)")
     args = parser.parse_args(argv)
     evaluation = evaluation_task_keys(args.shared)
     validation = validation_texts(shared=args.shared)
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     per_repo = {}
     started = time.monotonic()
     with args.out.open("w") as f:
-        for repository in histories():
+        for repository in histories(args.encoder_only):
             require_training(repository, "encoder pairs")
             git_dir = args.mirrors / repository.replace("/", "+") / "repo"
             if not (git_dir / "HEAD").is_file():

@@ -42,6 +42,7 @@ from codemem.memory import Memory
 from codemem.store.schema import key_of
 from eval._paths import SHARED_DATA
 from train.data import evaluation_task_keys, is_never_repo
+from train.encoder import chosen_encoder
 from train.past_fixes.gold import Change, find_gold, mainline
 from train.past_fixes.sources import MSB_REPO, Task, keep, multi_swe_bench, swe_verified
 
@@ -95,7 +96,7 @@ def import_window(git_dir: Path, line: list[Change], top: int, bottom: int, out:
     stored experiences hold (a change whose diff needs an object the fetched history lacks is
     not stored)."""
     clone = window_clone(git_dir, line[top].sha, out / "repos" / name)
-    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(out / "store" / name),
+    memory = Memory(Settings.from_env({}, overrides={"embedding.model": chosen_encoder(), "storage.data_dir": str(out / "store" / name),
                                                       "maintenance.interval_s": 0}))
     try:
         t0 = time.perf_counter()

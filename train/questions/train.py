@@ -40,11 +40,11 @@ from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import GroupKFold
 
 from codemem.config import Embedding
-from codemem.encoders import MiniLMEmbedder
 from codemem.timeline.linear_text import LinearText
 from codemem.timeline.questions import CLASSES, MODEL, QuestionReader
 from train.data import refuse_evaluation_data
 from train.decisions.train import inputs
+from train.encoder import chosen_embedder
 from train.provenance import REPO_ROOT, tree_sha256, tree_state
 from train.ranker.project_data import TRAINING_SPLITS
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         reports, repos = load_reports(args.reports)
         texts, groups = texts + reports, groups + repos
         y = np.concatenate([y, np.full(len(reports), CLASSES.index("other"))])
-    embedder = MiniLMEmbedder()
+    embedder = chosen_embedder()
     emb = embedder.embed(texts, Embedding().query_max_tokens)
     grid = {c: out_of_fold(texts, emb, y, groups, c) for c in GRID_C}
     losses = {c: float(log_loss(y, p, labels=range(len(CLASSES)))) for c, p in grid.items()}

@@ -64,6 +64,7 @@ from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
 from eval._paths import SHARED_DATA
 from train.data import refuse_evaluation_data
+from train.encoder import chosen_encoder
 from train.licences import require_training
 from train.ranker.agents import RUNS, read_sessions
 
@@ -217,7 +218,8 @@ def replay_settings(data_dir: Path) -> Settings:
     depend on them: two runs of the same 150-task replay differed in 4,232 of 5,447 candidates'
     features (11 queries' candidates). `replay` runs the same round itself every
     `COMPACT_EVERY` sessions instead, so a replay gives the same data every time."""
-    return Settings().replace({"storage.data_dir": str(data_dir), "maintenance.interval_s": 0})
+    return Settings().replace({"storage.data_dir": str(data_dir), "maintenance.interval_s": 0,
+                              "embedding.model": chosen_encoder()})
 
 
 def add_session(memory: Memory, iid: str, messages: list[Message], chunk: int | None = None) -> int:

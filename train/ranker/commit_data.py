@@ -26,6 +26,7 @@ from codemem.memory import Memory
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.store.schema import key_of
 from train.data import refuse_evaluation_data
+from train.encoder import chosen_encoder
 from train.ranker.build_data import signals_record
 
 
@@ -37,7 +38,8 @@ def store_name(repo: str) -> str:
 def open_memory(store: Path, name: str) -> tuple[Memory, str, dict[str, str], dict[str, set[str]]]:
     """One repository's memory, its user id, each experience's name (its change's SHA) and the
     commits each holds (a merge holds its branch's)."""
-    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(store / name), "maintenance.interval_s": 0}))
+    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(store / name), "maintenance.interval_s": 0,
+                                                     "embedding.model": chosen_encoder()}))
     user_id = f"pastfixes-{name}"
     names, commits = {}, {}
     for card in memory.store.user_rows(key_of(user_id), "card", ["session_key", "metadata"]):

@@ -62,7 +62,6 @@ import lightgbm as lgb
 import numpy as np
 
 from codemem.config import Embedding, Settings
-from codemem.encoders import MiniLMEmbedder
 from codemem.memory import Memory
 from codemem.ranking.features import CANDIDATE_DEPTH, candidate_features, candidates
 from codemem.ranking.fields import CardFields, field_matches
@@ -74,6 +73,7 @@ from codemem.store.schema import key_of
 from codemem.timeline.questions import MODEL as QUESTIONS_MODEL
 from codemem.timeline.questions import Asked, QuestionReader
 from eval.replay.fusion import fuse
+from train.encoder import chosen_embedder, chosen_encoder
 from train.licences import require_training
 from train.past_fixes.build_data import HISTORIES
 from train.provenance import file_sha256, tree_state
@@ -229,9 +229,9 @@ def load_sessions(path: Path, trains: bool = True, kind: str = "session", questi
 
 def asked_of(texts: list[str], questions: Path = QUESTIONS_MODEL) -> dict[str, Asked]:
     """What each question asks of time, read by the question reader in `questions` (`--questions`:
-    the one the same `make train` run trained) from its MiniLM vector, as a Search reads it."""
+    the one the same `make train` run trained) from its vector by the encoder the run builds with, as a Search reads it."""
     unique = sorted(set(texts))
-    vectors = MiniLMEmbedder().embed(unique, Embedding().query_max_tokens)
+    vectors = chosen_embedder().embed(unique, Embedding().query_max_tokens)
     reader = QuestionReader.load(questions)
     return {t: reader.read(t, v) for t, v in zip(unique, vectors, strict=True)}
 
@@ -258,7 +258,8 @@ def load_commits(path: Path, stores: Path | None = None) -> list[Query]:
 
 def commit_cards(stores: Path, name: str) -> dict[str, CardFields]:
     """One history's experiences' card fields (undated), by their change's SHA."""
-    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(stores / name), "maintenance.interval_s": 0}))
+    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(stores / name), "maintenance.interval_s": 0,
+                                                     "embedding.model": chosen_encoder()}))
     try:
         rows = memory.store.user_rows(key_of(f"pastfixes-{name}"), "card", ["session_key", "text", "metadata"])
     finally:
