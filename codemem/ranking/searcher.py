@@ -48,6 +48,7 @@ from codemem.store.lance import Store
 from codemem.store.schema import DERIVED_KINDS, RESULT_COLUMNS, card_id, key_of
 from codemem.timeline import questions, turns
 from codemem.timeline.index import DialogueIndex
+from codemem.timeline.questions import NOT_ASKED
 from parsers import exact_terms
 
 T = TypeVar("T")
@@ -182,8 +183,8 @@ class Searcher:
     def _turns(self, req: SearchRequest, config: SearchConfig, found: _Found) -> turns.Reading | None:
         assert found.dialogue is not None  # only a Search answered by turns reads them
         return turns.read(req.text, found.items, session_scores(found.items), max(found.signals.cosine.values(), default=0.0),
-                          found.dialogue, self.store.by_ids, self.store.vectors, req.user_id, config.turns,
-                          asked=found.signals.asked)
+                          found.dialogue, self.store.by_ids, self.store.vectors, req.user_id, self.embedder.name,
+                          config.turns, asked=found.signals.asked)
 
     @property
     def ranker(self) -> Ranker:
@@ -236,7 +237,10 @@ class Searcher:
         held = fields.result().cards
         signals.fields = field_matches(text, {k: held[k] for k in keys if k in held})
         if any(held[k].ms > 0 for k in keys if k in held):  # what the question asks of time matters among dated sessions
-            signals.asked = questions.packaged().read(text, vector)
+            # It is read from the query's vector: only by a question reader trained on this
+            # encoder's vectors (else nothing is read as asked of time).
+            reader = questions.packaged()
+            signals.asked = reader.read(text, vector) if reader.embedder == self.embedder.name else NOT_ASKED
             if not set(TIME_FEATURES).isdisjoint(self.ranker.features):
                 # A commit's time features read "not known", as in training: a past-fix history
                 # is cut around its fix, so its dates would say how it was cut (`train.ranker.train`).

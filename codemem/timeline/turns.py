@@ -160,12 +160,12 @@ READ_FIELDS = ("candidates", "session_weight", "neighbour_weight", "coverage_tur
 
 def read(question: str, items: Sequence[Candidate], session_scores: Mapping[str, float], best_cosine: float,
          index: DialogueIndex, read_rows: Callable[[list[str]], list[Candidate]],
-         vectors: Callable[[list[str]], Mapping[str, np.ndarray]], user_id: str, config: TurnConfig = DEFAULT_TURNS,
-         asked: Asked | None = None) -> Reading | None:
+         vectors: Callable[[list[str]], Mapping[str, np.ndarray]], user_id: str, encoder: str,
+         config: TurnConfig = DEFAULT_TURNS, asked: Asked | None = None) -> Reading | None:
     """The turns of the conversations among `items` (the retrievers' fused items, best first)
     and what is read of them (None: no candidate turn): `read_rows` fetches rows by id,
-    `vectors` their stored vectors; `asked`: what the question asks of time (`questions.py`;
-    None: nothing, as where no turn is dated)."""
+    `vectors` their stored vectors, written by `encoder`; `asked`: what the question asks of
+    time (`questions.py`; None: nothing, as where no turn is dated)."""
     best_session = max(session_scores.values(), default=0.0) or 1.0
     chosen = [c for c in items if c.fields.get("kind") == "message" and index.conversation(str(c.fields["session_key"]))]
     chosen = chosen[: config.candidates]
@@ -185,7 +185,7 @@ def read(question: str, items: Sequence[Candidate], session_scores: Mapping[str,
         _lift_replies(turns, config.neighbour_weight)
     ordered = sorted(turns, key=lambda t: -t.score)
     covered = coverage(question, [str(t.row["text"]) for t in ordered[: config.coverage_turns]])
-    _read_decisions(turns, vectors)
+    _read_decisions(turns, vectors, encoder)
     return Reading(tuple(turns), covered, present_probability(best_cosine, covered, config), best_cosine, asked)
 
 
@@ -223,13 +223,15 @@ def _lift_replies(turns: Sequence[_Turn], weight: float) -> None:
         t.score += weight * before.get((key, chunk, position - 1), 0.0)
 
 
-def _read_decisions(turns: Sequence[_Turn], vectors: Callable[[list[str]], Mapping[str, np.ndarray]]) -> None:
-    """Each turn's stored vector, and whether it reads as a decision (`decisions.py`)."""
+def _read_decisions(turns: Sequence[_Turn], vectors: Callable[[list[str]], Mapping[str, np.ndarray]], encoder: str) -> None:
+    """Each turn's stored vector, and whether it reads as a decision (`decisions.py`): only by
+    a reader trained on `encoder`'s vectors (another encoder's mean nothing to its weights, and
+    then no turn reads as one)."""
     held = vectors([str(t.row["id"]) for t in turns])
     with_vector = [t for t in turns if str(t.row["id"]) in held]
     for t in with_vector:
         t.vector = held[str(t.row["id"])]
-    if with_vector:
+    if with_vector and decision_reader().embedder == encoder:
         read = decision_reader().decides([str(t.row["text"]) for t in with_vector],
                                          np.stack([t.vector for t in with_vector if t.vector is not None]))
         for t, decides in zip(with_vector, read, strict=True):

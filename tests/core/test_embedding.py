@@ -101,3 +101,24 @@ def test_embedding_imports_no_torch() -> None:
                           env=os.environ | {"PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == ["loading", "onnx", []]
+
+
+def test_the_embedder_setting_names_a_packaged_encoder_or_a_folder_and_nothing_else(tmp_path: Path) -> None:
+    """`CODEMEM_EMBEDDER` names a folder of `models/` or an encoder's folder: its card's name is
+    what the store records, its probe's length its dimensions; anything else is refused with
+    the choices, before any store is opened."""
+    from codemem.encoders import make_embedder
+
+    packaged = make_embedder("minilm")
+    assert (packaged.name, packaged.dim) == (MiniLMEmbedder.name, MiniLMEmbedder.dim)
+    other = tmp_path / "other"
+    shutil.copytree(embedding.MODEL_DIR, other)
+    card = json.loads((other / "card.json").read_text())
+    (other / "card.json").write_text(json.dumps(card | {"encoder": "codemem/minilm-reports-0123abcd"}))
+    by_folder = make_embedder(str(other))
+    assert (by_folder.name, by_folder.dim) == ("codemem/minilm-reports-0123abcd", 384)
+    assert np.allclose(by_folder.embed(["a query"], 64), packaged.embed(["a query"], 64), atol=1e-6)
+    with pytest.raises(ValueError, match=r"unknown embedder 'bert'.*'minilm'"):
+        make_embedder("bert")
+    with pytest.raises(ValueError, match="unknown embedder"):
+        make_embedder(str(tmp_path / "nowhere"))

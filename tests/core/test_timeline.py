@@ -130,3 +130,26 @@ def test_the_decision_reader_tells_decisions_from_look_alikes() -> None:
     assert read.tolist() == [True] * len(decided) + [False] * len(not_decided)
     assert reader.embedder == MiniLMEmbedder.name
     assert reader.probabilities([], np.zeros((0, MiniLMEmbedder.dim))).shape == (0,)
+
+
+def test_readers_trained_on_another_encoder_s_vectors_are_not_consulted(settings, monkeypatch) -> None:
+    """The question and decision readers read vectors: over a memory whose encoder is not the
+    one they were trained on they read nothing (no weights applied to a space they never saw),
+    and the Search still answers from the words."""
+    from codemem.timeline.decisions import DecisionReader
+    from codemem.timeline.questions import QuestionReader
+
+    class Renamed(MiniLMEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.name = "codemem-tests/another-encoder@1"
+
+    def never(*args: object) -> None:
+        raise AssertionError("a reader read another encoder's vectors")
+
+    with Memory(settings, embedder=Renamed()) as memory:
+        _add_project(memory, "p")
+        monkeypatch.setattr(QuestionReader, "read", never)
+        monkeypatch.setattr(DecisionReader, "decides", never)
+        hits = memory.search(SearchRequest(user_id="p", query="Which migration tool do we use now?", top_k=20))
+    assert any("Aerich" in str(h.content) for h in hits)

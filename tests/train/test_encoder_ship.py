@@ -1,0 +1,53 @@
+"""The encoder's ship rule (`train.encoder.ship`) on constructed figures, and a tuned build's
+wiring: every step that runs the product embeds with the build's own fine-tuned encoder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval._paths import SHARED_DATA as SHARED
+from train.encoder.ship import decide
+from train.pipeline import Step, plan
+from train.provenance import tree_state
+from train.steps import TUNED, shipped
+
+
+def _figures(all_: float, session: float, commit: float, check: float, chat_queries: int = 40) -> dict:
+    return {"all": {"mrr": all_, "queries": 2415}, "session": {"mrr": session, "queries": 509},
+            "commit": {"mrr": commit, "queries": 331}, "chat": {"mrr": 0.3, "queries": chat_queries},
+            "check: openhands": {"mrr": check, "queries": 170}}
+
+
+def test_the_tuned_encoder_ships_only_when_every_condition_holds() -> None:
+    base = _figures(0.700, 0.620, 0.670, 0.600)
+    assert decide(base, _figures(0.706, 0.611, 0.700, 0.591))["ships"]
+    assert not decide(base, _figures(0.704, 0.620, 0.700, 0.600))["ships"]  # gains too little overall
+    assert not decide(base, _figures(0.720, 0.608, 0.700, 0.600))["ships"]  # a kind of 509 loses 0.012
+    assert not decide(base, _figures(0.720, 0.620, 0.700, 0.588))["ships"]  # the check loses 0.012
+    # a kind of fewer than 100 queries is not a condition, whatever it loses
+    few = decide(base, _figures(0.720, 0.620, 0.700, 0.600) | {"chat": {"mrr": 0.1, "queries": 40}})
+    assert few["ships"] and not any(name.startswith("chat") for name in few["conditions"])
+
+
+def test_a_tuned_build_embeds_every_product_step_with_its_own_encoder() -> None:
+    minilm = {s.name: s for s in shipped(SHARED, True, None)}
+    tuned = {s.name: s for s in shipped(SHARED, True, None, "tuned")}
+    assert set(tuned) - set(minilm) == {"pairs", TUNED}
+    for name, step in tuned.items():
+        runs_product = "codemem" in step.code and name not in ("pairs", TUNED)
+        assert (step.env_paths.get("CODEMEM_EMBEDDER") == f"after:{TUNED}") is runs_product, name
+        assert (TUNED in step.after) is runs_product, name
+        assert name not in minilm or not minilm[name].env_paths
+    # reads no vector: the same step in both builds
+    assert (tuned["history"].code, tuned["history"].after, tuned["history"].env_paths) == \
+        (minilm["history"].code, minilm["history"].after, {})
+
+
+def test_a_variable_set_to_a_step_s_output_is_part_of_the_key(tmp_path: Path) -> None:
+    first = Step("first", "train.noop", lambda path: [], code=())
+    plain = Step("second", "train.noop", lambda path: [], code=(), after=("first",))
+    reading = Step("second", "train.noop", lambda path: [], code=(), after=("first",),
+                   env_paths={"CODEMEM_EMBEDDER": "after:first"})
+    tree = tree_state()
+    keys = [plan([first, s], tmp_path, tmp_path, tree)[1].key for s in (plain, reading)]
+    assert None not in keys and keys[0] != keys[1]

@@ -1,0 +1,106 @@
+"""Whether the fine-tuned encoder ships: the rule of `README.md` ("What ships it"), written
+before any `make train` run with it, applied to two builds at one commit.
+
+`python -m train --encoder minilm` and `python -m train --encoder tuned` each train the
+relevance model on their own encoder's vectors (every data step re-embedded), and its card
+(`ranker.json`) holds its out-of-fold figures: leave one repository out over the training
+queries, and the OpenHands sessions scored as a check, never trained on. The tuned encoder
+ships when, against the packaged one's build:
+- MRR over all queries is at least `ALL_GAIN` higher;
+- no kind of at least `MIN_KIND` queries (sessions, commits, projects, chats) loses more
+  than `KIND_LOSS` in MRR;
+- the OpenHands check loses no more than `CHECK_LOSS` in MRR.
+
+Both builds' question and decision readers are reported beside it (their own out-of-fold
+figures): the readers read the encoder's vectors and are retrained on them.
+
+    python -m train.encoder.ship --minilm CACHE/ranker/KEY --tuned CACHE2/ranker/KEY \\
+        [--readers-minilm CACHE ...] --out eval/results/encoder-ship.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from eval._provenance import finish, provenance
+
+ALL_GAIN = 0.005
+KIND_LOSS = 0.01
+CHECK_LOSS = 0.01
+MIN_KIND = 100
+CHECK = "openhands (check: never trained on)"
+
+
+def figures(card: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The learned model's out-of-fold figures by kind, and the check's, from a ranker card."""
+    out = {kind: table["learned"] for kind, table in card["cv"]["by_kind"].items()}
+    out["check: openhands"] = card["cv"]["by_source"][CHECK]["learned"]
+    return out
+
+
+def decide(minilm: dict[str, dict[str, float]], tuned: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Each condition of the rule, with the figures it read, and the verdict."""
+    def diff(kind: str) -> float:
+        return round(tuned[kind]["mrr"] - minilm[kind]["mrr"], 4)
+
+    kinds = [k for k in minilm if k not in ("all", "check: openhands") and minilm[k]["queries"] >= MIN_KIND]
+    conditions = {
+        f"all queries: MRR at least +{ALL_GAIN}": {"difference": diff("all"), "met": diff("all") >= ALL_GAIN},
+        **{f"{kind}: MRR no more than {KIND_LOSS} lower": {"difference": diff(kind), "met": diff(kind) >= -KIND_LOSS}
+           for kind in kinds},
+        f"OpenHands check: MRR no more than {CHECK_LOSS} lower": {"difference": diff("check: openhands"),
+                                                                  "met": diff("check: openhands") >= -CHECK_LOSS},
+    }
+    return {"conditions": conditions, "ships": all(c["met"] for c in conditions.values())}
+
+
+def reader_figures(cache: Path | None) -> dict[str, Any]:
+    """The question and decision readers' out-of-fold figures from a build's cache (newest of each)."""
+    if cache is None:
+        return {}
+    out = {}
+    for step, file in (("questions", "questions.json"), ("decisions", "decisions.json")):
+        cards = sorted((cache / step).glob(f"*/{file}"), key=lambda p: p.stat().st_mtime)
+        if cards:
+            card = json.loads(cards[-1].read_text())
+            out[step] = {"embedder": card["embedder"], "cv": card["cv"]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m train.encoder.ship", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minilm", type=Path, required=True, help="the packaged encoder's build: its ranker step's folder")
+    ap.add_argument("--tuned", type=Path, required=True, help="the tuned encoder's build: its ranker step's folder")
+    ap.add_argument("--readers-minilm", type=Path, help="the packaged encoder's build cache (its readers' cards)")
+    ap.add_argument("--readers-tuned", type=Path, help="the tuned encoder's build cache")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    prov = provenance("train.encoder.ship", argv)
+    cards = {name: json.loads((folder / "ranker.json").read_text()) for name, folder in
+             (("minilm", args.minilm), ("tuned", args.tuned))}
+    commits = {name: (card["trained_on"]["commit"], card["trained_on"]["clean_tree"]) for name, card in cards.items()}
+    if commits["minilm"] != commits["tuned"]:
+        sys.exit(f"the builds are not at one commit on clean trees: {commits}")
+    found = {name: figures(card) for name, card in cards.items()}
+    verdict = decide(found["minilm"], found["tuned"])
+    result = {
+        "provenance": finish(prov),
+        "rule": "train/encoder/README.md, 'What ships it' (written 2026-12-07, before any make train run with the "
+                "tuned encoder)",
+        "builds_at": {"commit": commits["minilm"][0], "clean_tree": commits["minilm"][1]},
+        "models": {name: card["model_id"] for name, card in cards.items()},
+        "out_of_fold": found, **verdict,
+        "readers": {"minilm": reader_figures(args.readers_minilm), "tuned": reader_figures(args.readers_tuned)},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: result[k] for k in ("conditions", "ships")}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
