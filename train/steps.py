@@ -73,7 +73,9 @@ def pairs_step(shared: Path) -> Step:
 def tuned_encoder_step(shared: Path, install_root: Path | None) -> Step:
     """`train.encoder.finetune`: MiniLM fine-tuned on the written reports and their changes, its
     graph exported and checked (about 10 min of 2 cores); installed as `models/tuned/` only by a
-    build that ships it."""
+    build that ships it. Keyed like a data step, not by the commit: every step that embeds reads
+    it, so a key that changed with each commit would rebuild all of them at every commit. Its
+    card names the commit it was trained at, as the data's records do."""
     def install(out: Path) -> list[Path]:
         assert install_root is not None
         folder = install_root / "codemem" / "encoders" / "models" / "tuned"
@@ -87,8 +89,7 @@ def tuned_encoder_step(shared: Path, install_root: Path | None) -> Step:
                               "--shared", path("input:shared"), "--out", path("out")],
                 code=("codemem/encoders/onnx_graph.py", "train/encoder/finetune.py", "train/encoder/export.py",
                       "train/encoder/pairs.py", "train/content_check.py", "train/provenance.py"),
-                inputs={"reports": reports, "shared": shared}, after=("pairs",), at_head=True,
-                env=SAME_EVERY_RUN, install=None if install_root is None else install)
+                inputs={"reports": reports, "shared": shared}, after=("pairs",), env=SAME_EVERY_RUN, install=None if install_root is None else install)
 
 
 def embedding_with(step: Step, encoder: str) -> Step:

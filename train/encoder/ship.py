@@ -12,7 +12,9 @@ ships when, against the packaged one's build:
 - the OpenHands check loses no more than `CHECK_LOSS` in MRR.
 
 Both builds' question and decision readers are reported beside it (their own out-of-fold
-figures): the readers read the encoder's vectors and are retrained on them.
+figures): the readers read the encoder's vectors and are retrained on them. So are each
+kind's single signals (dense alone, BM25 alone, their fusion): what the encoder changed
+before the learned model read it.
 
     python -m train.encoder.ship --minilm CACHE/ranker/KEY --tuned CACHE2/ranker/KEY \\
         [--readers-minilm CACHE ...] --out eval/results/encoder-ship.json
@@ -40,6 +42,13 @@ def figures(card: dict[str, Any]) -> dict[str, dict[str, float]]:
     out = {kind: table["learned"] for kind, table in card["cv"]["by_kind"].items()}
     out["check: openhands"] = card["cv"]["by_source"][CHECK]["learned"]
     return out
+
+
+def baselines(card: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Each kind's MRR out of fold by the dense signal alone, BM25 alone and their fusion, from
+    a ranker card: where the encoder's change shows before the learned model reads it."""
+    return {kind: {name: table[name]["mrr"] for name in ("dense", "bm25", "fused")}
+            for kind, table in card["cv"]["by_kind"].items()}
 
 
 def decide(minilm: dict[str, dict[str, float]], tuned: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -94,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         "builds_at": {"commit": commits["minilm"][0], "clean_tree": commits["minilm"][1]},
         "models": {name: card["model_id"] for name, card in cards.items()},
         "out_of_fold": found, **verdict,
+        "single_signals_mrr": {name: baselines(card) for name, card in cards.items()},
         "readers": {"minilm": reader_figures(args.readers_minilm), "tuned": reader_figures(args.readers_tuned)},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
