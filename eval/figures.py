@@ -59,6 +59,7 @@ FILE_LABELS: dict[str, str] = {
     "adapter-trial.json": "training",
     "finetune-trial.json": "training",
     "finetune-trial-1616.json": "training",
+    "encoder-ship.json": "training",
     "versus-97be416.json": "measurement",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
@@ -370,6 +371,13 @@ FIGURES: tuple[Figure, ...] = (
            finetune_screen),
     Figure("finetune-trial-1616.json", "the same, fine-tuned on both rounds' 1,616 reports",
            finetune_screen),
+    Figure("encoder-ship.json", "the fine-tuned encoder under its ship rule: make train built with it against the same "
+           "build with MiniLM, one commit, the relevance model out of fold (2,415 training queries; OpenHands a check)",
+           lambda r: "MRR all {:+.3f} (needs >= +0.005), OpenHands check {:+.3f} (needs >= -0.01); dense alone {} -> {}; "
+                     "ships: {}".format(r["conditions"]["all queries: MRR at least +0.005"]["difference"],
+                                        r["conditions"]["OpenHands check: MRR no more than 0.01 lower"]["difference"],
+                                        *(r["single_signals_mrr"][e]["all"]["dense"] for e in ("minilm", "tuned")),
+                                        "yes" if r["ships"] else "no")),
     Figure("versus-97be416.json", "cost against 97be416, side by side in one run (4 users of the 300 SWE-ContextBench "
            "trajectories; this checkout / 97be416)",
            lambda r: "; ".join(f"{name} {row['ratio']}x{'' if 'met' not in row else (' (met)' if row['met'] else ' (NOT met)')}"
