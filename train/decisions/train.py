@@ -9,8 +9,9 @@ text's words and word pairs, and its runs of 2-5 characters inside words (TF-IDF
 
 Data: `train/decisions/sentences.jsonl`, `real_labelled.jsonl` (commit subjects and agent-log
 sentences of the public training sources, labelled by hand), `written.jsonl` (agent logs,
-commit subjects, notes, chat, tickets) and `written2.jsonl` (the plain ways a decision is said,
-and their look-alikes): their README. No evaluation sentence is read here (the
+commit subjects, notes, chat, tickets), `written2.jsonl` (the plain ways a decision is said,
+and their look-alikes) and `written3.jsonl` (more of them, and decisions said in passing in
+longer messages): their README. No evaluation sentence is read here (the
 suites, `eval/data/decisions`, are refused).
 
 Choices, all by stratified 5-fold cross-validation on those sentences: the inputs (the
