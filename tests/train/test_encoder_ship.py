@@ -7,7 +7,7 @@ from pathlib import Path
 
 from eval._paths import SHARED_DATA as SHARED
 from train.encoder.ship import decide
-from train.pipeline import Step, plan
+from train.pipeline import Step, execute, plan
 from train.provenance import tree_state
 from train.steps import TUNED, shipped
 
@@ -51,3 +51,14 @@ def test_a_variable_set_to_a_step_s_output_is_part_of_the_key(tmp_path: Path) ->
     tree = tree_state()
     keys = [plan([first, s], tmp_path, tmp_path, tree)[1].key for s in (plain, reading)]
     assert None not in keys and keys[0] != keys[1]
+
+
+def test_a_step_runs_with_the_variable_set_to_the_output_it_names(tmp_path: Path, monkeypatch) -> None:
+    """What the key says is what the process gets: the encoder step's own folder."""
+    monkeypatch.delenv("CODEMEM_EMBEDDER", raising=False)
+    first = Step("first", "tests.train.env_step", lambda path: ["--out", path("out")], code=())
+    second = Step("second", "tests.train.env_step", lambda path: ["--out", path("out")], code=(), after=("first",),
+                  env_paths={"CODEMEM_EMBEDDER": "after:first"})
+    outputs = execute(plan([first, second], tmp_path, tmp_path, tree_state()), tmp_path, tmp_path, install=False)
+    assert (outputs["second"] / "encoder.txt").read_text() == str(outputs["first"])
+    assert (outputs["first"] / "encoder.txt").read_text() == ""
