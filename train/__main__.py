@@ -37,6 +37,7 @@ from train.steps import ENCODERS, SHIPPED_ENCODER, shipped
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codemem-train"
 MISSING = 2
 COPIES = 1
+REFUSED = 1
 
 
 def selected(steps: list[Step], names: list[str]) -> list[Step]:
@@ -79,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refusing to train: {len(matches)} training file(s) match validation text (train/content_check.py; "
               "take the file out or rewrite it):\n  " + "\n  ".join(m.line() for m in matches), flush=True)
         return COPIES
+    if args.encoder != SHIPPED_ENCODER and not args.no_install and not args.check:
+        print(f"refusing to install models built on --encoder {args.encoder}: the service embeds with "
+              f"{SHIPPED_ENCODER} (train.steps.SHIPPED_ENCODER), and its models must read that encoder's vectors. "
+              "A build on another encoder is for comparison (train.encoder.ship): give --no-install.", flush=True)
+        return REFUSED
     steps = shipped(args.shared, args.allow_dirty, None if args.no_install else REPO_ROOT, args.encoder)
     if args.steps:
         steps = selected(steps, [s for s in args.steps.split(",") if s])

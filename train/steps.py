@@ -46,16 +46,19 @@ TUNED = "encoder-tuned"
 def encoder_step(install_root: Path | None) -> Step:
     """`train.encoder.export`: the packaged encoder's ONNX graph, tokenizer, probe vector and
     card (seconds), installed where the service loads them (`codemem/encoders/models/minilm/`)."""
-    def install(out: Path) -> list[Path]:
-        assert install_root is not None
-        folder = install_root / "codemem" / "encoders" / "models" / "minilm"
-        folder.mkdir(parents=True, exist_ok=True)
-        return [Path(shutil.copyfile(out / name, folder / name))
-                for name in ("model.onnx", "tokenizer.json", "probe.npy", "card.json")]
-
     return Step("encoder", "train.encoder.export", lambda path: ["--out", path("out")],
                 code=("codemem/encoders/onnx_graph.py", "train/encoder/export.py", "train/provenance.py"),
-                at_head=True, install=None if install_root is None else install)
+                at_head=True, install=None if install_root is None else install_encoder(install_root, "minilm"))
+
+
+def install_encoder(root: Path, name: str) -> Callable[[Path], list[Path]]:
+    """Copies an encoder's four files into the package's `codemem/encoders/models/<name>/`."""
+    def install(out: Path) -> list[Path]:
+        folder = root / "codemem" / "encoders" / "models" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copyfile(out / file, folder / file))
+                for file in ("model.onnx", "tokenizer.json", "probe.npy", "card.json")]
+    return install
 
 
 def pairs_step(shared: Path) -> Step:
@@ -76,20 +79,14 @@ def tuned_encoder_step(shared: Path, install_root: Path | None) -> Step:
     build that ships it. Keyed like a data step, not by the commit: every step that embeds reads
     it, so a key that changed with each commit would rebuild all of them at every commit. Its
     card names the commit it was trained at, as the data's records do."""
-    def install(out: Path) -> list[Path]:
-        assert install_root is not None
-        folder = install_root / "codemem" / "encoders" / "models" / "tuned"
-        folder.mkdir(parents=True, exist_ok=True)
-        return [Path(shutil.copyfile(out / name, folder / name))
-                for name in ("model.onnx", "tokenizer.json", "probe.npy", "card.json")]
-
     reports = REPO_ROOT / "train" / "encoder" / "reports.jsonl"
     return Step(TUNED, "train.encoder.finetune",
                 lambda path: ["--pairs", f"{path('after:pairs')}/pairs.jsonl", "--reports", path("input:reports"),
                               "--shared", path("input:shared"), "--out", path("out")],
                 code=("codemem/encoders/onnx_graph.py", "train/encoder/finetune.py", "train/encoder/export.py",
                       "train/encoder/pairs.py", "train/content_check.py", "train/provenance.py"),
-                inputs={"reports": reports, "shared": shared}, after=("pairs",), env=SAME_EVERY_RUN, install=None if install_root is None else install)
+                inputs={"reports": reports, "shared": shared}, after=("pairs",), env=SAME_EVERY_RUN,
+                install=None if install_root is None else install_encoder(install_root, "tuned"))
 
 
 def embedding_with(step: Step, encoder: str) -> Step:

@@ -62,3 +62,13 @@ def test_a_step_runs_with_the_variable_set_to_the_output_it_names(tmp_path: Path
     outputs = execute(plan([first, second], tmp_path, tmp_path, tree_state()), tmp_path, tmp_path, install=False)
     assert (outputs["second"] / "encoder.txt").read_text() == str(outputs["first"])
     assert (outputs["first"] / "encoder.txt").read_text() == ""
+
+
+def test_a_build_on_an_encoder_that_does_not_ship_installs_nothing(tmp_path: Path, capsys) -> None:
+    """Its models read another encoder's vectors than the service's: it is for comparison only."""
+    from train.__main__ import REFUSED
+    from train.__main__ import main as make_train
+
+    cache = tmp_path / "cache"
+    assert make_train(["--cache", str(cache), "--allow-dirty", "--encoder", "tuned"]) == REFUSED
+    assert "give --no-install" in capsys.readouterr().out and not cache.exists()

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from codemem.config import Embedding
 from eval._paths import SHARED_DATA
 from train.content_check import validation_texts
 from train.encoder.export import (
@@ -51,8 +52,8 @@ class FineTuning:
     lr: float = 2e-5
     warmup: float = 0.1  # of the steps, linear
     scale: float = 20.0  # cosine similarities times this are the logits
-    query_tokens: int = 64  # the service's query length (`Embedding.query_max_tokens`)
-    document_tokens: int = 128  # its code window's (`Embedding.code_window_tokens`)
+    query_tokens: int = Embedding().query_max_tokens  # as the service reads a query
+    document_tokens: int = Embedding().code_window_tokens  # and a code window
     seed: int = 0
 
 
