@@ -145,7 +145,7 @@ def path_of(planned: Planned, outputs: Mapping[str, Path], cache: Path, mirrors:
     return path
 
 
-def run_step(planned: Planned, argv: list[str], root: Path, env: Mapping[str, str] | None = None) -> float:
+def run_step(planned: Planned, argv: list[str], root: Path, env: Mapping[str, str]) -> float:
     """Run one step into its folder (`env`: its variables, over the process's), its output shown
     and kept in `log.txt`; `step.json` last."""
     assert planned.out is not None and planned.key is not None
@@ -154,7 +154,7 @@ def run_step(planned: Planned, argv: list[str], root: Path, env: Mapping[str, st
     t0 = time.perf_counter()
     with (planned.out / "log.txt").open("a") as log:
         log.write(f"$ {' '.join(command)}\n")
-        proc = subprocess.Popen(command, cwd=root, env={**os.environ, **(env or planned.step.env)}, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(command, cwd=root, env={**os.environ, **env}, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:

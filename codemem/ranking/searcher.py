@@ -48,7 +48,6 @@ from codemem.store.lance import Store
 from codemem.store.schema import DERIVED_KINDS, RESULT_COLUMNS, card_id, key_of
 from codemem.timeline import questions, turns
 from codemem.timeline.index import DialogueIndex
-from codemem.timeline.questions import NOT_ASKED
 from parsers import exact_terms
 
 T = TypeVar("T")
@@ -240,7 +239,7 @@ class Searcher:
             # It is read from the query's vector: only by a question reader trained on this
             # encoder's vectors (else nothing is read as asked of time).
             reader = questions.packaged()
-            signals.asked = reader.read(text, vector) if reader.embedder == self.embedder.name else NOT_ASKED
+            signals.asked = reader.read(text, vector) if reader.embedder == self.embedder.name else questions.NOT_ASKED
             if not set(TIME_FEATURES).isdisjoint(self.ranker.features):
                 # A commit's time features read "not known", as in training: a past-fix history
                 # is cut around its fix, so its dates would say how it was cut (`train.ranker.train`).

@@ -36,13 +36,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codemem.config import Settings
 from codemem.importers.git import ingest_git
 from codemem.memory import Memory
 from codemem.store.schema import key_of
 from eval._paths import SHARED_DATA
 from train.data import evaluation_task_keys, is_never_repo
-from train.encoder import chosen_encoder
+from train.encoder import step_settings
 from train.past_fixes.gold import Change, find_gold, mainline
 from train.past_fixes.sources import MSB_REPO, Task, keep, multi_swe_bench, swe_verified
 
@@ -96,8 +95,7 @@ def import_window(git_dir: Path, line: list[Change], top: int, bottom: int, out:
     stored experiences hold (a change whose diff needs an object the fetched history lacks is
     not stored)."""
     clone = window_clone(git_dir, line[top].sha, out / "repos" / name)
-    memory = Memory(Settings.from_env({}, overrides={"embedding.model": chosen_encoder(), "storage.data_dir": str(out / "store" / name),
-                                                      "maintenance.interval_s": 0}))
+    memory = Memory(step_settings(out / "store" / name))
     try:
         t0 = time.perf_counter()
         user_id = f"pastfixes-{name}"

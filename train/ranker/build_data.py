@@ -56,7 +56,6 @@ from typing import Any
 
 import msgspec
 
-from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
 from codemem.memory import Memory
 from codemem.ranking.recipes import DEFAULT_SEARCH
@@ -64,7 +63,7 @@ from codemem.ranking.relevance import SessionSignals
 from codemem.store.schema import key_of
 from eval._paths import SHARED_DATA
 from train.data import refuse_evaluation_data
-from train.encoder import chosen_encoder
+from train.encoder import step_settings
 from train.licences import require_training
 from train.ranker.agents import RUNS, read_sessions
 
@@ -72,7 +71,7 @@ DATA = SHARED_DATA / "swe-verified-reuse"
 USER = "train"
 CHUNK = 34  # messages per Add as the evaluation's replay sends them (`--chunk`, `answer_size.py`)
 CARD_COLUMNS = ("session_key", "text", "refs", "metadata")
-# Sessions Added between two compaction rounds (`replay_settings`). A Search's BM25 scores
+# Sessions Added between two compaction rounds (`train.encoder.step_settings`). A Search's BM25 scores
 # depend on how the store is compacted and indexed when it runs, so the rounds are part of what
 # a replay records: every 10 sessions here, the fastest of 1, 10 and 30 on a 150-task replay.
 COMPACT_EVERY = 10
@@ -212,16 +211,6 @@ def added_at(records: list[dict[str, Any]]) -> dict[str, int]:
     return {iid: FIRST_ADD_MS + round(step * ADD_EVERY_MS) for iid, step in steps.items()}
 
 
-def replay_settings(data_dir: Path) -> Settings:
-    """A replay's memory: the product's settings, less the background compactor. Its rounds
-    land wherever the clock puts them between Adds and Searches, and a Search's BM25 scores
-    depend on them: two runs of the same 150-task replay differed in 4,232 of 5,447 candidates'
-    features (11 queries' candidates). `replay` runs the same round itself every
-    `COMPACT_EVERY` sessions instead, so a replay gives the same data every time."""
-    return Settings().replace({"storage.data_dir": str(data_dir), "maintenance.interval_s": 0,
-                              "embedding.model": chosen_encoder()})
-
-
 def add_session(memory: Memory, iid: str, messages: list[Message], chunk: int | None = None) -> int:
     """Add one finished session as a client that sends it whole does (one request, one build
     of its card and steps), and return the Adds it took. With `chunk`, in requests of that many
@@ -254,7 +243,7 @@ def replay(name: str, tasks: list[dict[str, Any]], labels: dict[str, dict[str, i
     written = 0  # sessions Added since the last compaction round
     counts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="ranker-") as tmp, \
-            Memory(replay_settings(Path(tmp) / "data")) as memory, \
+            Memory(step_settings(Path(tmp) / "data")) as memory, \
             (out / "queries.part").open("w") as f:
         memory.warm_up()
         for iid, agent, msgs in sessions:

@@ -21,12 +21,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from codemem.config import Settings
 from codemem.memory import Memory
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.store.schema import key_of
 from train.data import refuse_evaluation_data
-from train.encoder import chosen_encoder
+from train.encoder import step_settings
 from train.ranker.build_data import signals_record
 
 
@@ -38,8 +37,7 @@ def store_name(repo: str) -> str:
 def open_memory(store: Path, name: str) -> tuple[Memory, str, dict[str, str], dict[str, set[str]]]:
     """One repository's memory, its user id, each experience's name (its change's SHA) and the
     commits each holds (a merge holds its branch's)."""
-    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(store / name), "maintenance.interval_s": 0,
-                                                     "embedding.model": chosen_encoder()}))
+    memory = Memory(step_settings(store / name))
     user_id = f"pastfixes-{name}"
     names, commits = {}, {}
     for card in memory.store.user_rows(key_of(user_id), "card", ["session_key", "metadata"]):

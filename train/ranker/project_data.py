@@ -30,8 +30,9 @@ from codemem.memory import Memory
 from codemem.ranking.recipes import DEFAULT_SEARCH
 from codemem.store.schema import key_of
 from train.data import refuse_evaluation_data
+from train.encoder import step_settings
 from train.licences import require_training
-from train.ranker.build_data import CARD_COLUMNS, replay_settings, signals_record
+from train.ranker.build_data import CARD_COLUMNS, signals_record
 
 TRAINING_SPLITS = ("train", "dev", "heldout")
 
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     summary: dict[str, Any] = {"projects": {}}
     with tempfile.TemporaryDirectory(prefix="projects-") as tmp, \
-            Memory(replay_settings(Path(tmp) / "data")) as memory, \
+            Memory(step_settings(Path(tmp) / "data")) as memory, \
             (args.out / "queries.part").open("w") as out, (args.out / "cards.part").open("w") as cards_out:
         for f in files:
             project = json.loads(f.read_text())

@@ -61,7 +61,7 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from codemem.config import Embedding, Settings
+from codemem.config import Embedding
 from codemem.memory import Memory
 from codemem.ranking.features import CANDIDATE_DEPTH, candidate_features, candidates
 from codemem.ranking.fields import CardFields, field_matches
@@ -73,7 +73,7 @@ from codemem.store.schema import key_of
 from codemem.timeline.questions import MODEL as QUESTIONS_MODEL
 from codemem.timeline.questions import Asked, QuestionReader
 from eval.replay.fusion import fuse
-from train.encoder import chosen_embedder, chosen_encoder
+from train.encoder import chosen_embedder, step_settings
 from train.licences import require_training
 from train.past_fixes.build_data import HISTORIES
 from train.provenance import file_sha256, tree_state
@@ -258,8 +258,7 @@ def load_commits(path: Path, stores: Path | None = None) -> list[Query]:
 
 def commit_cards(stores: Path, name: str) -> dict[str, CardFields]:
     """One history's experiences' card fields (undated), by their change's SHA."""
-    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(stores / name), "maintenance.interval_s": 0,
-                                                     "embedding.model": chosen_encoder()}))
+    memory = Memory(step_settings(stores / name))
     try:
         rows = memory.store.user_rows(key_of(f"pastfixes-{name}"), "card", ["session_key", "text", "metadata"])
     finally:
