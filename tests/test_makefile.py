@@ -1,5 +1,6 @@
 """The first `make serve` says what it is about to do before the long install, and pip's
-progress shows while it runs (read from make's dry run into a virtualenv that does not exist)."""
+progress shows while it runs; pip compiles no bytecode and `cli.bytecode` then compiles what
+codemem imports (read from make's dry run into a virtualenv that does not exist)."""
 
 from __future__ import annotations
 
@@ -18,4 +19,6 @@ def test_the_first_serve_announces_the_install_and_shows_pips_progress(tmp_path:
     said = " ".join(plan[:install])
     assert said.startswith("echo") and "installing codemem" in said and "GB" in said and "minutes" in said
     assert "--quiet" not in plan[install] and "--progress-bar on" in plan[install]
+    assert all("--no-compile" in line for line in plan if "pip install" in line)
+    assert plan[install + 1].endswith("python -m cli.bytecode")
     assert plan[-1].endswith("codemem serve")

@@ -68,13 +68,17 @@ class Killer:
         self._thread.join()
 
 
-def stored_requests(data_dir: str) -> Counter[str]:
-    """How many message rows each request_key has in the data directory, opened afresh."""
+def stored_requests(data_dir: str) -> tuple[Counter[str], Counter[str]]:
+    """How many message rows each request_key has in the data directory, opened afresh: as
+    the service reads them (through the scalar indexes), and by a scan of every fragment
+    with no index, which tells a row lost from one hidden from the indexes."""
     from codemem.encoders import MINILM_DIM, MINILM_NAME
     from codemem.store.lance import Store
 
     store = Store(data_dir, MINILM_NAME, MINILM_DIM)
-    return Counter(str(r["request_key"]) for r in store.rows("kind = 'message'", ["request_key"], limit=100_000_000))
+    read = Counter(str(r["request_key"]) for r in store.rows("kind = 'message'", ["request_key"], limit=100_000_000))
+    scan = store.table.to_lance().scanner(columns=["request_key"], filter="kind = 'message'", use_scalar_index=False)
+    return read, Counter(str(key) for key in scan.to_table().column("request_key").to_pylist())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -133,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         wall = time.perf_counter() - t0
         log(f"ingest done in {wall:.0f} s, {len(killer.kills)} kills, {len(acked)} Adds acknowledged")
         srv.kill()  # the last one: nothing is flushed on the way out
-        stored = stored_requests(srv.data_dir)
+        stored, scanned = stored_requests(srv.data_dir)
         srv.revive()
         task = load_tasks(args.data)[0]
         with httpx.Client(base_url=srv.url, timeout=600, trust_env=False) as client:
@@ -152,6 +156,8 @@ def main(argv: list[str] | None = None) -> None:
         "acknowledged": len(acked), "errors": errors[:20], "error_count": len(errors),
         "acknowledged_lost": len(lost), "lost_examples": lost[:10],
         "acknowledged_stored_twice": len(doubled), "stored_requests": len(stored),
+        # Lost to the service's reads but found by a scan of every fragment: hidden by an index.
+        "stored_requests_by_scan": len(scanned), "lost_but_scanned": sum(scanned.get(k, 0) >= acked[k] for k in lost),
         "search_items_per_user_after_restart": searches,
     }
     write_result(args.out, result, prov)

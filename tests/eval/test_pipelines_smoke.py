@@ -231,7 +231,10 @@ def test_scale_smoke(runs: dict[str, Run]) -> None:
 def test_kill_smoke(runs: dict[str, Run]) -> None:
     result = runs["kill"].result()
     _has_provenance(result, "eval.load.kill")
-    assert result["kill_count"] >= 1 and result["error_count"] == 0
-    assert result["acknowledged"] == result["adds_sent"] == result["stored_requests"] > 0
-    assert result["acknowledged_lost"] == result["acknowledged_stored_twice"] == 0
+    # What tells a lost Add from one the indexes hide, and when the kills came, where one fails.
+    seen = {k: result[k] for k in ("adds_sent", "acknowledged", "stored_requests", "stored_requests_by_scan",
+                                   "acknowledged_lost", "lost_but_scanned", "lost_examples", "errors", "kills")}
+    assert result["kill_count"] >= 1 and result["error_count"] == 0, seen
+    assert result["acknowledged"] == result["adds_sent"] == result["stored_requests"] > 0, seen
+    assert result["acknowledged_lost"] == result["acknowledged_stored_twice"] == 0, seen
     assert all(n > 0 for n in result["search_items_per_user_after_restart"].values())
