@@ -4,6 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+# codemem's own modules, compiled again whenever one changes (after a `git pull`): see $(STAMP).
+PACKAGES := codemem parsers api integrations cli
+COMPILED := $(VENV)/.compiled
 
 # `make install` puts `codemem` on the PATH: a link to the checkout's command in $(BINDIR).
 BINDIR ?= $(HOME)/.local/bin
@@ -20,7 +23,7 @@ TRAIN_ARGS ?=
 .PHONY: setup dev serve install uninstall lint test results train clean
 
 # codemem and what serving needs (`make serve`, and the `codemem` command for MCP and the hook).
-setup: $(STAMP)
+setup: $(STAMP) $(COMPILED)
 
 # The test, eval and train extras on top (pytest, ruff, mypy, moto, schemathesis, bm25s,
 # matplotlib; torch, sentence-transformers and lightgbm, which `make train` fits the models with
@@ -44,7 +47,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m cli.bytecode
 	touch $(STAMP)
 
-$(DEV_STAMP): $(STAMP)
+$(COMPILED): $(STAMP) $(shell find $(PACKAGES) -name '*.py')
+	$(BIN)/python -m compileall -q $(PACKAGES)
+	touch $(COMPILED)
+
+$(DEV_STAMP): $(STAMP) $(COMPILED)
 	$(BIN)/python -m pip install --quiet -e ".[test,eval,train]"
 	touch $(DEV_STAMP)
 

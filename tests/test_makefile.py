@@ -4,6 +4,7 @@ codemem imports (read from make's dry run into a virtualenv that does not exist)
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -21,4 +22,19 @@ def test_the_first_serve_announces_the_install_and_shows_pips_progress(tmp_path:
     assert "--quiet" not in plan[install] and "--progress-bar on" in plan[install]
     assert all("--no-compile" in line for line in plan if "pip install" in line)
     assert plan[install + 1].endswith("python -m cli.bytecode")
+    assert any(line.endswith("-m compileall -q codemem parsers api integrations cli") for line in plan[install:])
     assert plan[-1].endswith("codemem serve")
+
+
+def test_setup_compiles_codemems_modules_again_when_one_changes(tmp_path: Path) -> None:
+    """After a `git pull` (a source newer than the last compile), `make setup` compiles
+    codemem's own modules again and installs nothing."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for stamp in (".installed", ".compiled"):
+        (venv / stamp).touch()
+    os.utime(venv / ".compiled", (0, 0))  # older than every source
+    plan = subprocess.run(["make", "--no-print-directory", "-n", "setup", f"VENV={venv}"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    assert [line.split()[1:] for line in plan] == [["-m", "compileall", "-q", "codemem", "parsers", "api", "integrations", "cli"],
+                                                   [str(venv / ".compiled")]]
