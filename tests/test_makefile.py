@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from cli.bytecode import PACKAGES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -22,7 +24,7 @@ def test_the_first_serve_announces_the_install_and_shows_pips_progress(tmp_path:
     assert "--quiet" not in plan[install] and "--progress-bar on" in plan[install]
     assert all("--no-compile" in line for line in plan if "pip install" in line)
     assert plan[install + 1].endswith("python -m cli.bytecode")
-    assert any(line.endswith("-m compileall -q codemem parsers api integrations cli") for line in plan[install:])
+    assert any(line.endswith(f"-m compileall -q {' '.join(PACKAGES)}") for line in plan[install:])
     assert plan[-1].endswith("codemem serve")
 
 
@@ -36,5 +38,4 @@ def test_setup_compiles_codemems_modules_again_when_one_changes(tmp_path: Path) 
     os.utime(venv / ".compiled", (0, 0))  # older than every source
     plan = subprocess.run(["make", "--no-print-directory", "-n", "setup", f"VENV={venv}"], cwd=ROOT,
                           capture_output=True, text=True, check=True).stdout.splitlines()
-    assert [line.split()[1:] for line in plan] == [["-m", "compileall", "-q", "codemem", "parsers", "api", "integrations", "cli"],
-                                                   [str(venv / ".compiled")]]
+    assert [line.split()[1:] for line in plan] == [["-m", "compileall", "-q", *PACKAGES], [str(venv / ".compiled")]]

@@ -19,11 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from cli.bytecode import PACKAGES  # what `make setup` installs from the checkout itself
 from eval._paths import REPO_ROOT, RESULTS
 from eval._provenance import provenance, write_result
-
-# What `make setup` installs from the checkout itself (pyproject.toml's packages).
-SERVICE_PACKAGES = ("codemem", "parsers", "api", "integrations", "cli")
 
 
 def size_bytes(folder: Path) -> int:
@@ -43,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
         subprocess.run(["make", "setup"], cwd=clone, check=True, capture_output=True)
         seconds = time.monotonic() - t0
         venv = size_bytes(clone / ".venv")
-        packages = sum(size_bytes(clone / name) for name in SERVICE_PACKAGES)
+        packages = sum(size_bytes(clone / name) for name in PACKAGES)
         biggest = sorted(((size_bytes(p), p.name) for p in (clone / ".venv" / "lib").glob("python*/site-packages/*")
                           if p.is_dir()), reverse=True)[:8]
     result = {"service_gb": round((venv + packages) / 1e9, 3), "venv_gb": round(venv / 1e9, 3),
