@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--list", action="store_true", help="print the source files instead of compiling them")
     args = ap.parse_args(argv)
+    if not args.list:
+        print("codemem: compiling what codemem imports (a server answers a first Add and Search; under a minute)...",
+              flush=True)
     import_packages()
     with tempfile.TemporaryDirectory(prefix="codemem-setup-") as tmp:
         exercise(tmp)
