@@ -124,6 +124,14 @@ def test_the_ranker_and_decision_steps_train_on_a_fixture_and_a_rerun_reuses_the
             path = outputs["replay"] / replay / name
             assert at["data_sha256"][str(path.relative_to(cache))] == file_sha256(path)
     assert at["checks"] == {"vorflux": 15} and at["repositories"] == 3 and at["ranked_queries"] > 0
+    # Each ranked query's reciprocal rank by the model out of fold and by each single signal, the
+    # figures of the card one query at a time.
+    lines = [json.loads(line) for line in (outputs["ranker"] / "per_query.jsonl").read_text().splitlines()]
+    trained = [q for q in lines if q["trains"]]
+    assert len(trained) == at["ranked_queries"] and {q["source"] for q in lines if not q["trains"]} == {"vorflux"}
+    by_kind = card["cv"]["by_kind"]["all"]
+    for name, row in (("model", "learned"), ("dense", "dense"), ("bm25", "bm25"), ("fused", "fused")):
+        assert sum(q[f"{name}_rr"] for q in trained) / len(trained) == pytest.approx(by_kind[row]["mrr"], abs=6e-4)
 
     # Trained again on the same data: the same model, byte for byte; the card differs only in the
     # run's times and the machine's load.

@@ -551,6 +551,20 @@ def write_readme(path: Path, section: str) -> None:
     path.write_text(head + start + section + end + rest.split(end, 1)[1])
 
 
+def write_per_query(path: Path, queries: Sequence[Query], scores: Sequence[np.ndarray]) -> None:
+    """Each ranked query's reciprocal rank of its gold by the shipped model, out of fold, and by
+    each single signal (the dense one, BM25, their fusion), one JSON line a query: where the
+    model misses, and whether a signal would not have. A route to a better signal is judged by
+    the model's figures (`train/encoder/README.md`), and these say where it could add."""
+    labels = [q.y for q in queries]
+    rr = {name: ship_rule.per_query(labels, s)["mrr"] for name, s in {"model": scores, **baselines(queries)}.items()}
+    with path.open("w") as out:
+        for n, q in enumerate(queries):
+            out.write(json.dumps({"repo": q.repo, "kind": q.kind, "source": q.source, "trains": q.trains,
+                                  "asked": q.asked, "query": q.query[:300]}
+                                 | {f"{name}_rr": round(float(v[n]), 4) for name, v in rr.items()}) + "\n")
+
+
 def held_out(every: Sequence[Query], checks: Sequence[Query], features: tuple[str, ...]) -> dict[str, Any]:
     """One candidate feature list: its grid point (the repositories in `GRID_FOLDS` groups),
     then every query and check scored out of fold at that point (and each answerable query
@@ -640,6 +654,9 @@ def main(argv: list[str] | None = None) -> int:
         return NOTHING_SHIPPED
     shipped = runs[rule["shipped"]]
     features, params, held, held_checks = shipped["features"], shipped["params"], shipped["oof"], shipped["checks"]
+    checked = ranked(checks)
+    write_per_query(args.report.parent / "per_query.jsonl", [every[i] for i in idx] + [checks[i] for i in checked],
+                    [held[i] for i in idx] + [held_checks[i] for i in checked])
 
     by_kind, gain = {}, {}
     for kind in ("all", *KINDS):
