@@ -26,8 +26,6 @@ import pkgutil
 import sys
 import sysconfig
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -49,9 +47,8 @@ def exercise(data_dir: str) -> None:
     """What a server and the hook import on first use (uvicorn's protocols, LanceDB, ONNX
     Runtime, the tokenizer, Litestar's handlers and templates): `serve`'s app answers an Add,
     a Search and the page over HTTP, then the command line searches the same data directory."""
-    import uvicorn
-
     from api.app import create_app
+    from api.threaded import served
     from cli.main import main
     from cli.subcommands import server_options
     from codemem.config import Settings
@@ -59,25 +56,14 @@ def exercise(data_dir: str) -> None:
     settings = Settings.from_env({}, overrides={"storage.data_dir": data_dir, "maintenance.interval_s": 0,
                                                 "server.host": "127.0.0.1", "server.port": 0})
     options = server_options(settings, None) | {"log_config": None, "log_level": "warning"}  # a quiet install
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), **options))
-    serving = threading.Thread(target=server.run, name="codemem-setup-server")
-    serving.start()
-    try:
-        while not server.started:
-            if not serving.is_alive():
-                raise RuntimeError("the server did not start")
-            time.sleep(0.05)
-        host, port = server.servers[0].sockets[0].getsockname()[:2]
-        messages = [{"role": "user", "content": "Fix the crash in parsers/diff.py when a hunk header has no context"},
-                    {"role": "assistant", "content": "Guarded the split in parse_hunk_header; the tests pass."}]
-        with httpx.Client(base_url=f"http://{host}:{port}", timeout=300, trust_env=False) as client:
-            client.post("/add", json={"user_id": "setup", "session_id": "s1", "request_id": "r1",
-                                      "messages": messages}).raise_for_status()
-            client.post("/search", json={"user_id": "setup", "query": "hunk header crash", "top_k": 5}).raise_for_status()
-            client.get("/ui").raise_for_status()
-    finally:
-        server.should_exit = True
-        serving.join()
+    messages = [{"role": "user", "content": "Fix the crash in parsers/diff.py when a hunk header has no context"},
+                {"role": "assistant", "content": "Guarded the split in parse_hunk_header; the tests pass."}]
+    with served(create_app(settings), **options) as (host, port), \
+            httpx.Client(base_url=f"http://{host}:{port}", timeout=300, trust_env=False) as client:
+        client.post("/add", json={"user_id": "setup", "session_id": "s1", "request_id": "r1",
+                                  "messages": messages}).raise_for_status()
+        client.post("/search", json={"user_id": "setup", "query": "hunk header crash", "top_k": 5}).raise_for_status()
+        client.get("/ui").raise_for_status()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main(["search", "--data-dir", data_dir, "--user-id", "setup", "hunk header crash"])
 

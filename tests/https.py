@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import trustme
-import uvicorn
 
 from api.app import create_app
+from api.threaded import served
 from cli.exposure import TLSFiles
 from cli.subcommands import server_options
 from codemem.config import Settings
@@ -40,17 +38,7 @@ def https_client(settings: Settings, memory: Memory, folder: Path) -> Iterator[h
     files, ca = certificate(folder)
     settings = settings.replace({"server.port": free_port(), "server.tls_cert": files.cert,
                                  "server.tls_key": files.key})
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, memory=memory), **server_options(settings, files)))
-    thread = threading.Thread(target=server.run, name="https-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the HTTPS server did not start")
-        time.sleep(0.02)
-    try:
-        with httpx.Client(base_url=f"https://localhost:{settings.server.port}", verify=ssl.create_default_context(cafile=ca), timeout=120) as client:
-            yield client
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
+    with served(create_app(settings, memory=memory), **server_options(settings, files)), \
+            httpx.Client(base_url=f"https://localhost:{settings.server.port}", verify=ssl.create_default_context(cafile=ca),
+                         timeout=120) as client:
+        yield client
