@@ -3,10 +3,13 @@ wiring: every step that runs the product embeds with the build's own fine-tuned 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
 from eval._paths import SHARED_DATA as SHARED
-from train.encoder.ship import decide
+from train.encoder.ship import decide, paired
 from train.pipeline import Step, execute, plan
 from train.provenance import tree_state
 from train.steps import TUNED, shipped
@@ -27,6 +30,30 @@ def test_the_tuned_encoder_ships_only_when_every_condition_holds() -> None:
     # a kind of fewer than 100 queries is not a condition, whatever it loses
     few = decide(base, _figures(0.720, 0.620, 0.700, 0.600) | {"chat": {"mrr": 0.1, "queries": 40}})
     assert few["ships"] and not any(name.startswith("chat") for name in few["conditions"])
+
+
+def _per_query(folder: Path, rows: list[tuple[str, bool, str, float]]) -> Path:
+    folder.mkdir()
+    (folder / "per_query.jsonl").write_text("".join(
+        json.dumps({"repo": "r", "kind": kind, "source": "s", "trains": trains, "asked": "", "query": query,
+                    "model_rr": rr}) + "\n" for kind, trains, query, rr in rows))
+    return folder
+
+
+def test_the_builds_are_compared_query_by_query(tmp_path: Path) -> None:
+    minilm = _per_query(tmp_path / "a", [("session", True, "q1", 1.0), ("session", True, "q2", 0.5),
+                                         ("commit", True, "q3", 0.25), ("session", False, "q4", 1.0)])
+    tuned = _per_query(tmp_path / "b", [("session", True, "q1", 0.5), ("session", True, "q2", 1.0),
+                                        ("commit", True, "q3", 1.0), ("session", False, "q4", 0.5)])
+    got = paired(minilm, tuned)
+    # the check is its own group, never in "all"
+    assert got["all"]["queries"] == 3 and got["all"]["tuned better"] == 2 and got["all"]["minilm better"] == 1
+    assert got["all"]["mrr difference [mean, 2.5%, 97.5%]"][0] == pytest.approx((-0.5 + 0.5 + 0.75) / 3, abs=1e-4)
+    assert got["check: openhands"]["queries"] == 1 and got["check: openhands"]["minilm better"] == 1
+    assert got["commit"]["mrr difference [mean, 2.5%, 97.5%]"] == [0.75, 0.75, 0.75]
+    other = _per_query(tmp_path / "c", [("session", True, "q1", 1.0)])
+    with pytest.raises(SystemExit, match="different queries"):
+        paired(minilm, other)
 
 
 def test_a_tuned_build_embeds_every_product_step_with_its_own_encoder() -> None:

@@ -28,7 +28,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from eval._provenance import finish, provenance
+from train.ranker.ship_rule import interval
 
 ALL_GAIN = 0.005
 KIND_LOSS = 0.01
@@ -67,6 +70,31 @@ def decide(minilm: dict[str, dict[str, float]], tuned: dict[str, dict[str, float
     return {"conditions": conditions, "ships": all(c["met"] for c in conditions.values())}
 
 
+def paired(minilm: Path, tuned: Path) -> dict[str, Any]:
+    """The tuned build's model against the MiniLM build's, query by query out of fold, from the
+    ranker steps' `per_query.jsonl` (the same queries in both): each kind's mean difference of
+    reciprocal rank with its 95% paired bootstrap interval, and the queries each model ranks
+    better. Beside the rule, which reads the cards' rounded figures: how sure each is."""
+    def rows(folder: Path) -> dict[tuple[str, ...], dict[str, Any]]:
+        out: dict[tuple[str, ...], dict[str, Any]] = {}
+        for line in (folder / "per_query.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            group = r["kind"] if r["trains"] else "check: openhands"
+            out[(group, r["source"], r["repo"], r["asked"], r["query"])] = r
+        return out
+
+    a, b = rows(minilm), rows(tuned)
+    if a.keys() != b.keys():
+        sys.exit(f"the builds ranked different queries: {len(a.keys() ^ b.keys())} differ")
+    out: dict[str, Any] = {}
+    for group in ("all", *sorted({k[0] for k in a})):
+        keys = [k for k in a if k[0] == group or (group == "all" and k[0] != "check: openhands")]
+        diff = np.array([b[k]["model_rr"] - a[k]["model_rr"] for k in keys])
+        out[group] = {"queries": len(keys), "mrr difference [mean, 2.5%, 97.5%]": interval(diff),
+                      "tuned better": int((diff > 0).sum()), "minilm better": int((diff < 0).sum())}
+    return out
+
+
 def reader_figures(cache: Path | None) -> dict[str, Any]:
     """The question and decision readers' out-of-fold figures from a build's cache (newest of each)."""
     if cache is None:
@@ -103,12 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         "builds_at": {"commit": commits["minilm"][0], "clean_tree": commits["minilm"][1]},
         "models": {name: card["model_id"] for name, card in cards.items()},
         "out_of_fold": found, **verdict,
+        "paired_per_query": paired(args.minilm, args.tuned) if all((f / "per_query.jsonl").exists()
+                                                                    for f in (args.minilm, args.tuned)) else None,
         "single_signals_mrr": {name: baselines(card) for name, card in cards.items()},
         "readers": {"minilm": reader_figures(args.readers_minilm), "tuned": reader_figures(args.readers_tuned)},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: result[k] for k in ("conditions", "ships")}, indent=1))
+    print(json.dumps({k: result[k] for k in ("conditions", "ships", "paired_per_query")}, indent=1))
     return 0
 
 
