@@ -98,15 +98,17 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_repo(name: str, path: Path, data_dir: Path, tasks: list[dict[str, Any]], top_k: int, bm25: bool
-             ) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
-    """Import one repository into its own data directory and user_id, search its tasks."""
+def run_repo(name: str, path: Path, data_dir: Path, tasks: list[dict[str, Any]], top_k: int, bm25: bool,
+             env: dict[str, str] | None = None) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """Import one repository into its own data directory and user_id, search its tasks; `env`:
+    the service's settings as variables (`CODEMEM_*`), else its defaults."""
     from codemem.config import Settings
     from codemem.contract.types import SearchRequest
     from codemem.importers.git import ingest_git
     from codemem.memory import Memory
 
-    memory = Memory(Settings.from_env({}, overrides={"storage.data_dir": str(data_dir), "maintenance.interval_s": 0}))
+    memory = Memory(Settings.from_env(env or {}, overrides={"storage.data_dir": str(data_dir),
+                                                           "maintenance.interval_s": 0}))
     rows: list[dict[str, Any]] = []
     try:
         memory.warm_up()
@@ -135,12 +137,13 @@ def run_repo(name: str, path: Path, data_dir: Path, tasks: list[dict[str, Any]],
             print(f"  {task['instance_id']}: codemem rank {rank}, bm25 rank {row['bm25_rank']}", flush=True)
     finally:
         memory.close()
-    for row, rank in zip(rows, fused_ranks(data_dir, f"pastfixes-{name}", tasks, top_k), strict=True):
+    for row, rank in zip(rows, fused_ranks(data_dir, f"pastfixes-{name}", tasks, top_k, env), strict=True):
         row["fused_rank"] = rank
     return name, info, rows
 
 
-def fused_ranks(data_dir: Path, user_id: str, tasks: list[dict[str, Any]], top_k: int) -> list[int | None]:
+def fused_ranks(data_dir: Path, user_id: str, tasks: list[dict[str, Any]], top_k: int,
+                env: dict[str, str] | None = None) -> list[int | None]:
     """Each task's gold rank in the answer of the retired hand-set fusion (`eval/replay/fusion.py`,
     its commit knobs as they shipped), searched over the same imported memory: the baseline
     the relevance model replaced, side by side."""
@@ -149,7 +152,7 @@ def fused_ranks(data_dir: Path, user_id: str, tasks: list[dict[str, Any]], top_k
     from codemem.memory import Memory
     from eval.replay.fusion import FusedRanker, fused_search
 
-    settings = Settings.from_env({}, overrides={"storage.data_dir": str(data_dir), "maintenance.interval_s": 0})
+    settings = Settings.from_env(env or {}, overrides={"storage.data_dir": str(data_dir), "maintenance.interval_s": 0})
     with Memory(settings, ranker=FusedRanker()) as memory:
         config = fused_search(memory.search_config)
         return [gold_rank([hit_text(h) for h in memory.search(
@@ -167,8 +170,13 @@ def main(argv: list[str] | None = None) -> int:
                     "second run on it imports only what is new, which times a re-import")
     ap.add_argument("--no-bm25", action="store_true")
     ap.add_argument("--jobs", type=int, default=1, help="repositories imported at once (one process each)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a service setting, e.g. CODEMEM_EMBEDDER=tuned (default: the service's defaults)")
     ap.add_argument("--out", type=Path, default=RESULTS / "tmp" / "past_fixes.json")
     args = ap.parse_args(argv)
+    if bad := [e for e in args.env if "=" not in e or not e.startswith("CODEMEM_")]:
+        ap.error(f"--env takes CODEMEM_NAME=VALUE: {', '.join(bad)}")
+    env = dict(e.split("=", 1) for e in args.env)
     prov = provenance("eval.quality.past_fixes", argv)
 
     tasks = json.loads(args.tasks.read_text())
@@ -186,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     done: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []
     with tempfile.TemporaryDirectory(prefix="codemem-pastfixes-") as tmp:
         store = Path(args.store or tmp)
-        jobs = [(name, args.repos / name, store / name, repo_tasks, args.top_k, not args.no_bm25)
+        jobs = [(name, args.repos / name, store / name, repo_tasks, args.top_k, not args.no_bm25, env)
                 for name, repo_tasks in sorted(by_repo.items())]
         if args.jobs > 1:
             with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
