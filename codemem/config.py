@@ -99,10 +99,15 @@ class Server:
         _at_least(self, 0, "add_threads", "search_threads")
 
 
+# The encoder the service embeds with unless told otherwise: a folder of
+# `codemem/encoders/models/`, the one `make train` builds every shipped model on (`train.steps`).
+SHIPPED_ENCODER = "minilm"
+
+
 @dataclass(frozen=True)
 class Embedding:
-    # The packaged offline model by default.
-    model: str = "minilm"
+    # A folder of `codemem/encoders/models/` (or the path of an encoder's folder).
+    model: str = SHIPPED_ENCODER
     threads: int = 1
     max_tokens: int = 256  # tokens of a stored item the model reads
     # A session's card is always embedded (its task: later tasks are compared with it). Its

@@ -10,7 +10,7 @@ from litestar.testing import TestClient
 
 from api.app import create_app
 from codemem.config import Settings
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from tests.shared_data import SWE_LITE_TAR, require
 
@@ -32,9 +32,9 @@ needs_swe_lite = pytest.mark.usefixtures("swe_lite_tar")
 
 
 @pytest.fixture(scope="session")
-def embedder() -> MiniLMEmbedder:
+def embedder() -> ShippedEmbedder:
     """The real packaged model, loaded once per test session."""
-    e = MiniLMEmbedder()
+    e = ShippedEmbedder()
     e.warm()
     return e
 
@@ -45,7 +45,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def memory(settings: Settings, embedder: MiniLMEmbedder) -> Iterator[Memory]:
+def memory(settings: Settings, embedder: ShippedEmbedder) -> Iterator[Memory]:
     m = Memory(settings, embedder=embedder)
     yield m
     m.close()

@@ -8,7 +8,7 @@ Steps, in order (`train.steps`): the encoder's ONNX form (`encoder`), the agent 
 (`commits`), the dated projects only where the model reads time features, the relevance model
 (`ranker`) and the decision reader (`decisions`). `--encoder tuned` builds every one of them on
 the vectors of MiniLM fine-tuned by the run itself (`pairs`, `encoder-tuned`); the default is the
-encoder that ships (`train.steps.SHIPPED_ENCODER`). `--steps` runs those named and the steps they
+encoder that ships (`codemem.config.SHIPPED_ENCODER`). `--steps` runs those named and the steps they
 read. Each step's output is kept in `--cache` under a key of its code, data, sources and
 parameters (`train.pipeline`): an unchanged step is not run again. Then the models and their
 cards are copied into the package (`--no-install`: left in the cache).
@@ -27,12 +27,13 @@ import argparse
 import os
 from pathlib import Path
 
+from codemem.config import SHIPPED_ENCODER
 from eval._paths import SHARED_DATA
 from train.content_check import repository_matches
 from train.mirrors import DEFAULT_MIRRORS
 from train.pipeline import Step, execute, plan
 from train.provenance import REPO_ROOT, changed_paths, tree_state
-from train.steps import ENCODERS, SHIPPED_ENCODER, shipped
+from train.steps import ENCODERS, shipped
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codemem-train"
 MISSING = 2
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return COPIES
     if args.encoder != SHIPPED_ENCODER and not args.no_install and not args.check:
         print(f"refusing to install models built on --encoder {args.encoder}: the service embeds with "
-              f"{SHIPPED_ENCODER} (train.steps.SHIPPED_ENCODER), and its models must read that encoder's vectors. "
+              f"{SHIPPED_ENCODER} (codemem.config.SHIPPED_ENCODER), and its models must read that encoder's vectors. "
               "A build on another encoder is for comparison (train.encoder.ship): give --no-install.", flush=True)
         return REFUSED
     steps = shipped(args.shared, args.allow_dirty, None if args.no_install else REPO_ROOT, args.encoder)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from codemem.config import SHIPPED_ENCODER
 from train.decisions import DATA_FILES as DECISION_DATA
 from train.encoder.pairs import ENCODER_HISTORIES
 from train.licences import training_agents
@@ -37,18 +38,22 @@ TRAINED_AGENTS = training_agents(AGENTS)
 CHECK_AGENTS = tuple(a for a in AGENTS if a not in TRAINED_AGENTS)
 # The encoders a build can embed with: the packaged all-MiniLM-L6-v2, or MiniLM fine-tuned on the
 # written reports by the build's own `encoder-tuned` step; which one ships is decided by the rule of
-# `train/encoder/README.md` ("What ships it": both builds at one commit, out of fold).
+# `train/encoder/README.md` ("What ships it": both builds at one commit, out of fold). Each is
+# installed in the package folder of its name; the service embeds with `SHIPPED_ENCODER`'s.
 ENCODERS = ("minilm", "tuned")
-SHIPPED_ENCODER = "minilm"
 TUNED = "encoder-tuned"
 
 
 def encoder_step(install_root: Path | None) -> Step:
-    """`train.encoder.export`: the packaged encoder's ONNX graph, tokenizer, probe vector and
-    card (seconds), installed where the service loads them (`codemem/encoders/models/minilm/`)."""
+    """`train.encoder.export`: all-MiniLM-L6-v2's ONNX graph, tokenizer, probe vector and card
+    (seconds), installed where the service loads them (`codemem/encoders/models/minilm/`) where
+    it is the encoder that ships."""
+    install = None
+    if install_root is not None and SHIPPED_ENCODER == "minilm":
+        install = install_encoder(install_root, "minilm")
     return Step("encoder", "train.encoder.export", lambda path: ["--out", path("out")],
                 code=("codemem/encoders/onnx_graph.py", "train/encoder/export.py", "train/provenance.py"),
-                at_head=True, install=None if install_root is None else install_encoder(install_root, "minilm"))
+                at_head=True, install=install)
 
 
 def install_encoder(root: Path, name: str) -> Callable[[Path], list[Path]]:

@@ -18,16 +18,9 @@ from typing import Protocol
 import numpy as np
 
 from codemem.encoders.onnx_graph import EncoderUnavailable
-from codemem.encoders.packaged import (
-    MINILM_DIM,
-    MINILM_NAME,
-    MiniLMEmbedder,
-    PackagedEmbedder,
-    packaged_folder,
-)
+from codemem.encoders.packaged import PackagedEmbedder, ShippedEmbedder, packaged_folder
 
-__all__ = ["MINILM_DIM", "MINILM_NAME", "Embedder", "EncoderUnavailable", "MiniLMEmbedder", "PackagedEmbedder",
-           "make_embedder"]
+__all__ = ["Embedder", "EncoderUnavailable", "PackagedEmbedder", "ShippedEmbedder", "make_embedder"]
 
 
 class Embedder(Protocol):

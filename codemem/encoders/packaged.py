@@ -14,12 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from codemem.config import SHIPPED_ENCODER
 from codemem.encoders.onnx_graph import EncoderUnavailable, OnnxEncoder
 
 MODELS = Path(__file__).resolve().parent / "models"
-MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-MINILM_DIM = 384
-MODEL_DIR = MODELS / "minilm"
+SHIPPED_DIR = MODELS / SHIPPED_ENCODER
 
 _LOAD_LOCK = threading.Lock()
 _ENCODERS: dict[Path, OnnxEncoder] = {}  # the process's encoder of each folder, once loaded and checked
@@ -111,15 +110,13 @@ class PackagedEmbedder:
         return [_fingerprint(ids) for ids in self.load().token_ids(clipped, max_tokens)]
 
 
-class MiniLMEmbedder(PackagedEmbedder):
-    """all-MiniLM-L6-v2 as this package ships it (`models/minilm/`); its name and dimensions
-    are known before any file is read (its card says the same)."""
-
-    name = MINILM_NAME
-    dim = MINILM_DIM
+class ShippedEmbedder(PackagedEmbedder):
+    """The encoder the service embeds with by default (`codemem.config.SHIPPED_ENCODER`, its
+    folder in `models/`): what the tests, the benchmarks and a store opened without a memory's
+    settings use, whichever encoder that is."""
 
     def __init__(self, threads: int = 1) -> None:
-        super().__init__(MODEL_DIR, threads)
+        super().__init__(SHIPPED_DIR, threads)
 
 
 def packaged_folder(name: str) -> Path:

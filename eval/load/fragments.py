@@ -105,11 +105,11 @@ def measure(srv: Server, queries: list[str], searches: int) -> dict[str, Any]:
 
 def offline_compact(data_dir: str) -> dict[str, Any]:
     """What the compactor does (`Store.optimize`), on the stopped server's data dir."""
-    from codemem.encoders import MINILM_DIM, MINILM_NAME
+    from codemem.encoders import ShippedEmbedder
     from codemem.store.lance import Store
     from codemem.store.maintenance import KEEP_VERSIONS_FOR
 
-    store = Store(data_dir, MINILM_NAME, MINILM_DIM)
+    store = Store(data_dir, (shipped := ShippedEmbedder()).name, shipped.dim)
     t0 = time.perf_counter()
     store.optimize(KEEP_VERSIONS_FOR)
     return {"optimize_s": time.perf_counter() - t0, "stats": table_stats(data_dir)}

@@ -72,10 +72,10 @@ def stored_requests(data_dir: str) -> tuple[Counter[str], Counter[str]]:
     """How many message rows each request_key has in the data directory, opened afresh: as
     the service reads them (through the scalar indexes), and by a scan of every fragment
     with no index, which tells a row lost from one hidden from the indexes."""
-    from codemem.encoders import MINILM_DIM, MINILM_NAME
+    from codemem.encoders import ShippedEmbedder
     from codemem.store.lance import Store
 
-    store = Store(data_dir, MINILM_NAME, MINILM_DIM)
+    store = Store(data_dir, (shipped := ShippedEmbedder()).name, shipped.dim)
     read = Counter(str(r["request_key"]) for r in store.rows("kind = 'message'", ["request_key"], limit=100_000_000))
     scan = store.table.to_lance().scanner(columns=["request_key"], filter="kind = 'message'", use_scalar_index=False)
     return read, Counter(str(key) for key in scan.to_table().column("request_key").to_pylist())

@@ -19,7 +19,7 @@ background compactor has folded everything in (nothing unindexed, <= 2 fragments
 steady; read from the table's stats from outside the server), and runs `--searches`
 sequential Searches (the related tasks' problem statements, top_k 100) end to end over
 HTTP, with the server's CPU time per Search. Query embedding alone is timed in this process
-with the same `MiniLMEmbedder` and query token limit; the rest of a Search is reported as
+with the same `ShippedEmbedder` and query token limit; the rest of a Search is reported as
 store+HTTP.
 
 `--env` also takes process variables (e.g. OMP_NUM_THREADS); `--also-default-env` then
@@ -174,14 +174,14 @@ class QueryEmbedTimer:
 
     def __init__(self, server_env: dict[str, str] | None = None) -> None:
         from codemem.config import Settings
-        from codemem.encoders import MiniLMEmbedder
+        from codemem.encoders import ShippedEmbedder
 
         # The server's settings: its defaults plus the CODEMEM_* values it was given.
         self.settings = Settings.from_env({k: v for k, v in (server_env or {}).items() if k.startswith("CODEMEM_")})
         try:
-            self.embedder = MiniLMEmbedder(threads=self.settings.embedding.threads)
+            self.embedder = ShippedEmbedder(threads=self.settings.embedding.threads)
         except (TypeError, AttributeError):  # an older embedder, without this setting
-            self.embedder = MiniLMEmbedder()
+            self.embedder = ShippedEmbedder()
         getattr(self.embedder, "warm", self.embedder.load)()  # as the server does
         self.embedder.embed(["warm up"], self.settings.embedding.query_max_tokens)
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from codemem.config import Embedding
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.timeline.decisions import packaged
 from eval._paths import RESULTS
 from eval._provenance import provenance, write_result
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = [str(r["text"]) for r in rows]
     labels = np.asarray([int(r["label"]) for r in rows])
     reader = packaged()
-    p = reader.probabilities(texts, MiniLMEmbedder().embed(texts, Embedding().max_tokens))
+    p = reader.probabilities(texts, ShippedEmbedder().embed(texts, Embedding().max_tokens))
     read = p >= reader.threshold
     result: dict[str, Any] = {
         "suite": str(args.suite), "decisions": int(labels.sum()), "non_decisions": int(len(labels) - labels.sum()),

@@ -147,9 +147,9 @@ class DenseChunks:
     def model(self):
         """The service's packaged MiniLM (sentence-transformers' vectors, through ONNX Runtime)."""
         if self._model is None:
-            from codemem.encoders import MiniLMEmbedder
+            from codemem.encoders import ShippedEmbedder
 
-            self._model = MiniLMEmbedder()
+            self._model = ShippedEmbedder()
         return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:

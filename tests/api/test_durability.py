@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codemem.encoders import MINILM_DIM, MINILM_NAME
+from codemem.encoders import ShippedEmbedder
 from codemem.store.filters import user_scope
 from codemem.store.lance import Store
 from codemem.store.schema import key_of
@@ -32,7 +32,7 @@ def _search_all(url: str, user_id: str) -> set[str]:
 def _stored_messages(data_dir: Path | str) -> set[str]:
     """Every message of user u1 in a data directory whose server has stopped, read through a
     store opened afresh, as a restarted server opens it, with no ranking in between."""
-    store = Store(str(data_dir), MINILM_NAME, MINILM_DIM)
+    store = Store(str(data_dir), (shipped := ShippedEmbedder()).name, shipped.dim)
     return {str(row["text"]) for row in store.rows(f"{user_scope(key_of('u1'))} AND kind = 'message'", ["text"])}
 
 

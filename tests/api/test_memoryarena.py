@@ -10,7 +10,7 @@ from litestar.testing import TestClient
 from api.app import create_app
 from api.memoryarena import MemoryArenaSettings, memory_line, wrap_prompt
 from codemem.config import Settings
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from codemem.memoryarena import Recalled
 from tests.conftest import make_client
@@ -157,7 +157,7 @@ def test_sessions_added_through_add_come_back_as_their_cards(client: TestClient)
     assert card.startswith("## Task\\nQuerySet.filter(None) raises TypeError")
 
 
-def test_initialization_survives_a_restart(settings: Settings, embedder: MiniLMEmbedder) -> None:
+def test_initialization_survives_a_restart(settings: Settings, embedder: ShippedEmbedder) -> None:
     with Memory(settings, embedder=embedder) as first, make_client(settings, first) as c:
         init(c, "durable")
         add(c, "durable", entry("before the restart", "KEPT-1"))

@@ -13,7 +13,7 @@ import pytest
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from codemem.ranking.absence import COMMIT, EXPERIENCE, READINGS, Absence, kind_of, reading
 from codemem.ranking.features import FEATURES
@@ -77,7 +77,7 @@ def test_the_packaged_card_loads_with_or_without_a_decision_and_refuses_other_re
 
 
 def test_a_search_the_decision_reads_as_unrelated_is_empty_unless_the_search_asks_for_rank_alone(
-        settings: Settings, embedder: MiniLMEmbedder) -> None:
+        settings: Settings, embedder: ShippedEmbedder) -> None:
     packaged = LearnedRanker.load()
     # Cuts that put the nothing-related line between an exact question and an invented one.
     memory = Memory(settings, embedder=embedder, ranker=dataclasses.replace(packaged, absence=_on_p1(0.5, 0.5)))
@@ -109,7 +109,7 @@ def test_a_search_outside_what_the_decision_learned_from_is_never_emptied() -> N
 
 
 def test_a_search_for_an_exact_identifier_the_memory_holds_is_never_emptied(
-        settings: Settings, embedder: MiniLMEmbedder) -> None:
+        settings: Settings, embedder: ShippedEmbedder) -> None:
     always = dataclasses.replace(LearnedRanker.load(), absence=_on_p1(0.99, 0.99))  # reads every Search as unrelated
     with Memory(settings, embedder=embedder, ranker=always) as memory:
         coding_memory.fill(memory)

@@ -13,13 +13,13 @@ from cli import subcommands
 from cli.main import build_parser, main, parse_age
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from tests import coding_memory
 
 
 @pytest.fixture
-def filled(tmp_path: Path, embedder: MiniLMEmbedder) -> str:
+def filled(tmp_path: Path, embedder: ShippedEmbedder) -> str:
     data = str(tmp_path / "data")
     m = Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder)
     m.add(AddRequest("r1", "dev", "sess-1", [
@@ -229,7 +229,7 @@ def test_parse_age_rejects_nonsense() -> None:
 
 
 def test_search_shows_each_experience_in_brief_and_says_how_many_more_matched(
-        tmp_path: Path, embedder: MiniLMEmbedder, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, embedder: ShippedEmbedder, capsys: pytest.CaptureFixture[str]) -> None:
     data = str(tmp_path / "data")
     with Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder) as m:
         for n in range(4):
@@ -251,7 +251,7 @@ def test_search_says_when_nothing_in_the_memory_is_closely_related(filled: str, 
 
 
 def test_a_search_nothing_in_a_larger_memory_relates_to_exits_1_and_a_real_question_still_answers(
-        tmp_path: Path, embedder: MiniLMEmbedder, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, embedder: ShippedEmbedder, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     data = str(tmp_path / "data")
     with Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder) as m:
         coding_memory.fill(m)

@@ -20,7 +20,7 @@ from cli import local_server
 from cli.main import main
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from tests.server import Server
 
@@ -116,7 +116,7 @@ def test_a_stale_server_file_is_ignored(tmp_path: Path, fake_server: str) -> Non
     assert local_server.running_server(str(tmp_path)) is None
 
 
-def test_cold_search_answers_with_no_torch(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_cold_search_answers_with_no_torch(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     data = str(tmp_path / "data")
     with Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder) as m:
         m.add(AddRequest("r1", "dev", "sess-1", [Message("user", "Fix the IndexError in parse_hunk_header")]))

@@ -18,7 +18,7 @@ import msgspec
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, SearchRequest
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from codemem.store.schema import key_of
 from tests.conftest import add_body
@@ -26,7 +26,7 @@ from tests.conftest import add_body
 TEXTS = ["QuerySet.filter(None) raises TypeError in django/db/models/query.py " * 12, "", "héllo 日本語 x", "a" * 3000]
 
 
-def test_fingerprints_are_the_model_s_own_token_ids_and_need_no_torch(embedder: MiniLMEmbedder) -> None:
+def test_fingerprints_are_the_model_s_own_token_ids_and_need_no_torch(embedder: ShippedEmbedder) -> None:
     """A process fingerprints without importing torch, and gets exactly the keys of the token
     ids sentence-transformers' own tokenizer gives (else a card would be embedded again, or
     worse, keep a vector of another text)."""
@@ -41,8 +41,8 @@ def test_fingerprints_are_the_model_s_own_token_ids_and_need_no_torch(embedder: 
                  for n in (16, 256)}
     script = (
         "import json, sys\n"
-        "from codemem.encoders import MiniLMEmbedder\n"
-        f"e = MiniLMEmbedder(); keys = {{n: e.fingerprints({TEXTS!r}, n) for n in (16, 256)}}\n"
+        "from codemem.encoders import ShippedEmbedder\n"
+        f"e = ShippedEmbedder(); keys = {{n: e.fingerprints({TEXTS!r}, n) for n in (16, 256)}}\n"
         "print(json.dumps({'torch': 'torch' in sys.modules, 'keys': keys}))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], env=dict(os.environ), capture_output=True, text=True,
@@ -55,7 +55,7 @@ def test_fingerprints_are_the_model_s_own_token_ids_and_need_no_torch(embedder: 
 class _NoModel:
     """An embedder whose model must not be reached."""
 
-    name, dim = MiniLMEmbedder.name, MiniLMEmbedder.dim
+    name, dim = ShippedEmbedder().name, ShippedEmbedder().dim
 
     def embed(self, texts: list[str], max_tokens: int) -> object:
         raise AssertionError("the model was reached")
@@ -98,7 +98,7 @@ def _add(user_id: str) -> AddRequest:
 class _Loading:
     """The real embedder, reporting itself not ready (its model still loading) until told."""
 
-    def __init__(self, real: MiniLMEmbedder) -> None:
+    def __init__(self, real: ShippedEmbedder) -> None:
         self._real = real
         self.name, self.dim = real.name, real.dim
         self.is_ready = False
@@ -115,7 +115,7 @@ class _Loading:
         return getattr(self._real, name)
 
 
-def test_an_add_while_the_model_loads_is_stored_at_once_and_embedded_later(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_an_add_while_the_model_loads_is_stored_at_once_and_embedded_later(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     """An Add does not wait for the model: its card is stored without a vector, found by its
     words at once, and embedded by the session's quiet-time refresh once the model is in."""
     loading = _Loading(embedder)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def test_the_rest_client_is_built_only_when_read() -> None:
 HEAVY = ("lightgbm", "sklearn", "scipy", "pandas")
 
 
-def test_a_cold_search_ranks_without_lightgbm_or_its_imports(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_a_cold_search_ranks_without_lightgbm_or_its_imports(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     data = str(tmp_path / "data")
     with Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder) as m:
         m.add(AddRequest("r1", "dev", "sess-1", [Message("user", "Fix the IndexError in parse_hunk_header")]))

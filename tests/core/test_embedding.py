@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codemem.encoders import EncoderUnavailable, MiniLMEmbedder, PackagedEmbedder
+from codemem.encoders import EncoderUnavailable, PackagedEmbedder, ShippedEmbedder
 from codemem.encoders import packaged as embedding
 from codemem.encoders.onnx_graph import PROBE, PROBE_TOKENS
 from train.encoder.export import model_dir, reference_vectors
@@ -39,7 +39,7 @@ def sentence_transformer():  # noqa: ANN201 - sentence_transformers.SentenceTran
     return SentenceTransformer(str(model_dir()), device="cpu")
 
 
-def test_vectors_equal_sentence_transformers_one_text_and_batched(embedder: MiniLMEmbedder, sentence_transformer) -> None:
+def test_vectors_equal_sentence_transformers_one_text_and_batched(embedder: ShippedEmbedder, sentence_transformer) -> None:
     """Each text alone (a query) and all in padded batches (an Add's cards) keep their own
     vectors, in the order given, at every length the service reads."""
     for max_tokens in (16, 64, 256):
@@ -57,9 +57,9 @@ def test_vectors_equal_sentence_transformers_one_text_and_batched(embedder: Mini
 def test_the_packaged_files_are_the_export_of_the_installed_weights(sentence_transformer) -> None:
     """The shipped probe vector is sentence-transformers' own, and the card names the sha256
     of the weights installed with the `train` extra (a new weights package needs a new export)."""
-    probe = np.load(embedding.MODEL_DIR / "probe.npy")
+    probe = np.load(embedding.SHIPPED_DIR / "probe.npy")
     assert np.abs(probe - reference_vectors(sentence_transformer, [PROBE], PROBE_TOKENS)[0]).max() < 1e-6
-    card = json.loads((embedding.MODEL_DIR / "card.json").read_text())
+    card = json.loads((embedding.SHIPPED_DIR / "card.json").read_text())
     assert card["weights"]["sha256"] == file_sha256(model_dir() / "model.safetensors")
     assert card["largest_difference_from_sentence_transformers"] < 1e-5
 
@@ -74,8 +74,8 @@ def test_a_graph_that_does_not_give_its_probe_vector_or_is_missing_is_refused(tm
     """Vectors no other process would give are never written: the encoder refuses to load,
     and the error says why."""
     wrong = tmp_path / "wrong"
-    shutil.copytree(embedding.MODEL_DIR, wrong)
-    np.save(wrong / "probe.npy", -np.load(embedding.MODEL_DIR / "probe.npy"))
+    shutil.copytree(embedding.SHIPPED_DIR, wrong)
+    np.save(wrong / "probe.npy", -np.load(embedding.SHIPPED_DIR / "probe.npy"))
     with pytest.raises(EncoderUnavailable, match="probe vector differs"):
         _fresh_load(monkeypatch, wrong)
     (wrong / "model.onnx").unlink()
@@ -85,8 +85,8 @@ def test_a_graph_that_does_not_give_its_probe_vector_or_is_missing_is_refused(tm
 
 SERVE = """
 import json, sys
-from codemem.encoders import MiniLMEmbedder
-e = MiniLMEmbedder()
+from codemem.encoders import ShippedEmbedder
+e = ShippedEmbedder()
 before = e.query_path
 e.warm()
 e.embed(["one query"], 64); e.embed(["two", "cards"], 256); e.fingerprints(["a card"], 256)
@@ -110,9 +110,9 @@ def test_the_embedder_setting_names_a_packaged_encoder_or_a_folder_and_nothing_e
     from codemem.encoders import make_embedder
 
     packaged = make_embedder("minilm")
-    assert (packaged.name, packaged.dim) == (MiniLMEmbedder.name, MiniLMEmbedder.dim)
+    assert (packaged.name, packaged.dim) == (ShippedEmbedder().name, ShippedEmbedder().dim)
     other = tmp_path / "other"
-    shutil.copytree(embedding.MODEL_DIR, other)
+    shutil.copytree(embedding.SHIPPED_DIR, other)
     card = json.loads((other / "card.json").read_text())
     (other / "card.json").write_text(json.dumps(card | {"encoder": "codemem/minilm-reports-0123abcd"}))
     by_folder = make_embedder(str(other))

@@ -15,7 +15,7 @@ import pytest
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.errors import StoreMismatch
 from codemem.experience.building.render import code_window
 from codemem.memory import Memory
@@ -29,7 +29,7 @@ CARDS = 16  # the fixture's sessions (README there), all coding ones (its chat n
 TRAJECTORIES = ("traj-swe_agent", "traj-openhands", "traj-codex_patch")  # the cards that show a change
 
 
-class Reversed(MiniLMEmbedder):
+class Reversed(ShippedEmbedder):
     """Another encoder of the same dimensions: MiniLM's components in reverse order, a vector
     space in which MiniLM's vectors mean nothing."""
 
@@ -55,7 +55,7 @@ def _first_session(memory: Memory, text: str) -> str | None:
 
 
 def test_a_store_written_before_opens_with_its_vectors_named_and_answers_as_it_did(
-        written_before: Settings, embedder: MiniLMEmbedder) -> None:
+        written_before: Settings, embedder: ShippedEmbedder) -> None:
     with Memory(written_before, embedder=embedder) as memory:
         store = memory.store
         assert "encoder" in store.table.schema.names
@@ -114,7 +114,7 @@ def _wait(memory: Memory) -> None:
 
 
 def test_a_store_of_another_encoder_is_embedded_again_while_searches_answer(
-        written_before: Settings, embedder: MiniLMEmbedder) -> None:
+        written_before: Settings, embedder: ShippedEmbedder) -> None:
     other = Reversed()
     query, session = coding_memory.RELATED
     with Memory(written_before, embedder=other) as memory:
@@ -144,7 +144,7 @@ def test_a_store_of_another_encoder_is_embedded_again_while_searches_answer(
         assert _first_session(memory, query) == session
 
 
-def test_two_encoders_vectors_never_meet_in_one_ranking(written_before: Settings, embedder: MiniLMEmbedder) -> None:
+def test_two_encoders_vectors_never_meet_in_one_ranking(written_before: Settings, embedder: ShippedEmbedder) -> None:
     other = Reversed()
     with Memory(written_before, embedder=other) as memory:
         memory.reembedder.batch = 5

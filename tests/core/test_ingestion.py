@@ -13,7 +13,7 @@ import pytest
 from cli.main import main
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, SearchRequest
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.importers.claude_code import load_claude_code_jsonl
 from codemem.importers.git import ingest_git
 from codemem.importers.transcripts import ingest_transcripts, transcript_requests
@@ -52,7 +52,7 @@ def test_a_session_in_any_chunk_size_yields_one_card(memory: Memory, transcript_
 
 
 @needs_data
-def test_card_is_the_same_whatever_the_chunking(tmp_path: Path, embedder: MiniLMEmbedder, transcript_file: Path) -> None:
+def test_card_is_the_same_whatever_the_chunking(tmp_path: Path, embedder: ShippedEmbedder, transcript_file: Path) -> None:
     transcript = load_claude_code_jsonl(transcript_file)
     texts = []
     for chunk in (5, 1000):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 
 WRITING = ("codemem-writer", "codemem-compactor", "codemem-refresher")
@@ -26,7 +26,7 @@ def _add(memory: Memory, request_id: str) -> None:
     memory.add(AddRequest(request_id, "u1", "s1", msgs))
 
 
-def test_a_search_starts_no_writing_thread_and_an_add_does(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_a_search_starts_no_writing_thread_and_an_add_does(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     # A compaction interval, so that a started compactor runs a thread.
     settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 3600})
     with Memory(settings, embedder=embedder) as seeding:
@@ -51,7 +51,7 @@ def test_a_search_starts_no_writing_thread_and_an_add_does(tmp_path: Path, embed
     assert not _new_threads(before) & set(WRITING), "close stops every writing thread it started"
 
 
-def test_close_after_only_searching_and_start_for_a_server(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_close_after_only_searching_and_start_for_a_server(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     settings = Settings().replace({"storage.data_dir": str(tmp_path / "data"), "maintenance.interval_s": 3600})
     before = set(threading.enumerate())
     with Memory(settings, embedder=embedder) as memory:

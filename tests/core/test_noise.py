@@ -8,7 +8,7 @@ import pytest
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from codemem.memoryarena import TextMemories
 from codemem.ranking.assemble import group_by_session
@@ -46,7 +46,7 @@ UNRELATED = [
 ]
 
 
-def test_unrelated_experiences_are_left_out_unless_the_floor_is_off(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_unrelated_experiences_are_left_out_unless_the_floor_is_off(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     counts = {}
     for floor in (0.3, 0.0):
         memory = Memory(Settings().replace({"storage.data_dir": str(tmp_path / str(floor)), "maintenance.interval_s": 0,

@@ -12,7 +12,7 @@ import pytest
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from codemem.store.locks import Locks
 from codemem.store.schema import key_of
@@ -42,7 +42,7 @@ def data_dir(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def pair(data_dir: str, embedder: MiniLMEmbedder) -> Iterator[tuple[Memory, Memory]]:
+def pair(data_dir: str, embedder: ShippedEmbedder) -> Iterator[tuple[Memory, Memory]]:
     """Two Memories on one data directory, as two worker processes."""
     settings = Settings().replace({"storage.data_dir": data_dir, "maintenance.interval_s": 0})
     a, b = Memory(settings, embedder=embedder), Memory(settings, embedder=embedder)
@@ -160,7 +160,7 @@ def test_a_lock_held_by_a_thread_or_another_process_is_seen_as_held(tmp_path: Pa
     assert not Locks("s3://bucket/prefix").deletes.held()
 
 
-def test_a_restarted_process_reads_what_it_wrote_before(data_dir: str, embedder: MiniLMEmbedder) -> None:
+def test_a_restarted_process_reads_what_it_wrote_before(data_dir: str, embedder: ShippedEmbedder) -> None:
     settings = Settings().replace({"storage.data_dir": data_dir, "maintenance.interval_s": 0})
     with Memory(settings, embedder=embedder) as first:
         assert _add(first, "r1", "Fix the parser crash on empty input")

@@ -13,7 +13,7 @@ import numpy as np
 
 from codemem.config import Embedding
 from codemem.contract.types import AddRequest, Message, SearchRequest
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from codemem.ranking.answer import MAX_RESPONSE_BYTES
 from codemem.timeline import turns
@@ -43,7 +43,7 @@ def _add_project(memory: Memory, user: str) -> None:
 def test_the_current_value_comes_first_and_the_superseded_one_is_marked(memory: Memory) -> None:
     # Given two statements of a decision, the first said as plainly as people say it.
     said = ["Omar: We use Alembic for database migrations.", "Omar: We switched from Alembic to Aerich for database migrations."]
-    assert packaged().decides(said, MiniLMEmbedder().embed(said, Embedding().max_tokens)).all()
+    assert packaged().decides(said, ShippedEmbedder().embed(said, Embedding().max_tokens)).all()
     _add_project(memory, "p")
     hits = memory.search(SearchRequest(user_id="p", query="Which migration tool do we use now?", top_k=20))
     assert hits[0].session_id == "switch" and "Aerich" in hits[0].content
@@ -126,10 +126,10 @@ def test_the_decision_reader_tells_decisions_from_look_alikes() -> None:
                    "The dashboard took 4 seconds to load this morning, up from 2."]
     texts = decided + not_decided
     reader = packaged()
-    read = reader.decides(texts, MiniLMEmbedder().embed(texts, Embedding().max_tokens))
+    read = reader.decides(texts, ShippedEmbedder().embed(texts, Embedding().max_tokens))
     assert read.tolist() == [True] * len(decided) + [False] * len(not_decided)
-    assert reader.embedder == MiniLMEmbedder.name
-    assert reader.probabilities([], np.zeros((0, MiniLMEmbedder.dim))).shape == (0,)
+    assert reader.embedder == ShippedEmbedder().name
+    assert reader.probabilities([], np.zeros((0, ShippedEmbedder().dim))).shape == (0,)
 
 
 def test_readers_trained_on_another_encoder_s_vectors_are_not_consulted(settings, monkeypatch) -> None:
@@ -139,7 +139,7 @@ def test_readers_trained_on_another_encoder_s_vectors_are_not_consulted(settings
     from codemem.timeline.decisions import DecisionReader
     from codemem.timeline.questions import QuestionReader
 
-    class Renamed(MiniLMEmbedder):
+    class Renamed(ShippedEmbedder):
         def __init__(self) -> None:
             super().__init__()
             self.name = "codemem-tests/another-encoder@1"

@@ -21,7 +21,7 @@ import pytest
 from cli.subcommands import SERVICE_DATA_DIR
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from eval._caddy import caddy_binary
 from tests.server import free_port
@@ -67,7 +67,7 @@ def _calls(env: dict[str, str]) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _store(data: Path, embedder: MiniLMEmbedder, session: str, text: str) -> None:
+def _store(data: Path, embedder: ShippedEmbedder, session: str, text: str) -> None:
     with Memory(Settings().replace({"storage.data_dir": str(data), "maintenance.interval_s": 0}),
                 embedder=embedder) as memory:
         memory.add(AddRequest(f"r-{session}", "ops", session, [Message("user", text)]))
@@ -83,7 +83,7 @@ def _me() -> str:
     return pwd.getpwuid(os.geteuid()).pw_name
 
 
-def test_backup_is_private_and_restore_brings_a_working_service_back(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_backup_is_private_and_restore_brings_a_working_service_back(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     state, backups = tmp_path / "state", tmp_path / "backups"
     _store(state / "data", embedder, "before", "The vendored zlib fails its checksum test on big-endian builds")
     port = free_port()
@@ -190,7 +190,7 @@ def _handlers(routes: list[dict[str, object]]) -> list[dict[str, object]]:
     return found
 
 
-def test_the_archive_holds_the_data_directory_alone(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_the_archive_holds_the_data_directory_alone(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     state = tmp_path / "state"
     _store(state / "data", embedder, "only", "The vendored zlib checksum")
     (state / "cache").mkdir()  # the service's ONNX cache: not memory, not backed up

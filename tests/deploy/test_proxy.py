@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from codemem.config import Settings
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from eval._caddy import caddy_binary, running_caddy
 from tests.conftest import add_body
@@ -119,7 +119,7 @@ def test_a_25_mib_add_passes_and_a_larger_one_is_refused(endpoint: Endpoint) -> 
 
 
 def test_a_long_add_passes_and_a_retry_after_a_proxy_gave_up_waits_for_the_first(
-        endpoint: Endpoint, embedder: MiniLMEmbedder) -> None:
+        endpoint: Endpoint, embedder: ShippedEmbedder) -> None:
     long_add = add_body("slow-long", user_id="u-slow", session_id="s-long", texts=("a long chunk",))
     retried = add_body("slow-retried", user_id="u-slow", session_id="s-retried",
                        texts=("the chunk a proxy gave up on", "and its answer"))

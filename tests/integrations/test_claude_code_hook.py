@@ -15,7 +15,7 @@ import git
 import pytest
 
 from codemem.config import Settings
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.importers.claude_code import load_claude_code_jsonl
 from codemem.memory import Memory
 from codemem.store.schema import key_of
@@ -64,7 +64,7 @@ def _card(memory: Memory) -> dict:
 
 @needs_data
 def test_a_transcript_is_stored_once_and_its_longer_version_adds_only_the_tail(
-    settings: Settings, embedder: MiniLMEmbedder, transcripts: tuple[Path, Path], repo: Path
+    settings: Settings, embedder: ShippedEmbedder, transcripts: tuple[Path, Path], repo: Path
 ) -> None:
     early, full = transcripts
     n_early, n_full = len(load_claude_code_jsonl(early).messages), len(load_claude_code_jsonl(full).messages)
@@ -151,7 +151,7 @@ def test_the_transcript_must_be_a_file(tmp_path: Path) -> None:
 
 @needs_data
 def test_by_default_the_hook_returns_at_once_and_ingests_in_the_background(
-    tmp_path: Path, transcripts: tuple[Path, Path], repo: Path, embedder: MiniLMEmbedder
+    tmp_path: Path, transcripts: tuple[Path, Path], repo: Path, embedder: ShippedEmbedder
 ) -> None:
     early, _ = transcripts
     data = tmp_path / "data"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def _python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_setup_compiles_every_module_a_cold_search_loads(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_setup_compiles_every_module_a_cold_search_loads(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     data = str(tmp_path / "data")
     with Memory(Settings().replace({"storage.data_dir": data, "maintenance.interval_s": 0}), embedder=embedder) as m:
         m.add(AddRequest("r1", "dev", "sess-1", [

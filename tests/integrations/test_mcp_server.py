@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, TextContent
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from tests.server import free_port
 
@@ -87,7 +87,7 @@ def _busy_history(path: Path) -> Path:
     return path
 
 
-def _write_from_another_process(data_dir: Path, embedder: MiniLMEmbedder) -> None:
+def _write_from_another_process(data_dir: Path, embedder: ShippedEmbedder) -> None:
     """What the Claude Code hook does while the server runs: its own Memory, its own commits."""
     with Memory(Settings().replace({"storage.data_dir": str(data_dir), "maintenance.interval_s": 0}), embedder=embedder) as m:
         m.add(AddRequest("hook-1", USER, "claude-session-7", [
@@ -97,7 +97,7 @@ def _write_from_another_process(data_dir: Path, embedder: MiniLMEmbedder) -> Non
 
 
 async def _converse(
-    params: StdioServerParameters, data_dir: Path, history: Path, errlog: Any, embedder: MiniLMEmbedder
+    params: StdioServerParameters, data_dir: Path, history: Path, errlog: Any, embedder: ShippedEmbedder
 ) -> Conversation:
     talk = Conversation(history_repo=str(history.resolve()))
     with anyio.fail_after(TIMEOUT_S):
@@ -152,7 +152,7 @@ async def _converse(
 
 
 @pytest.fixture(scope="module")
-def talk(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Conversation:
+def talk(tmp_path_factory: pytest.TempPathFactory, embedder: ShippedEmbedder) -> Conversation:
     base = tmp_path_factory.mktemp("mcp")
     workdir = base / "widgets"
     git.Repo.init(workdir).create_remote("origin", "git@github.com:acme/widgets.git")

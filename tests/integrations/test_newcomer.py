@@ -22,7 +22,7 @@ import git
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from tests.integrations.test_mcp_server import _history
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ async def _through_mcp(command: list[str], repo: Path, env: dict[str, str], sha:
     return found.content[0].text, opened.content[0].text  # type: ignore[union-attr]
 
 
-def test_the_readme_start_here_runs_as_written(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+def test_the_readme_start_here_runs_as_written(tmp_path: Path, embedder: ShippedEmbedder) -> None:
     # The session's embedder cached the query encoder, as any import does for a user.
     home, fake_bin = tmp_path / "home", tmp_path / "fake-bin"
     fake_bin.mkdir()

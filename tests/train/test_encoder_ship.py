@@ -99,3 +99,19 @@ def test_a_build_on_an_encoder_that_does_not_ship_installs_nothing(tmp_path: Pat
     cache = tmp_path / "cache"
     assert make_train(["--cache", str(cache), "--allow-dirty", "--encoder", "tuned"]) == REFUSED
     assert "give --no-install" in capsys.readouterr().out and not cache.exists()
+
+
+def test_only_the_shipped_encoder_is_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The package holds the encoder the service embeds with, and not the other (an encoder is
+    90 MB of the installed service)."""
+    import train.steps
+
+    def installs(root: Path | None) -> dict[str, bool]:
+        steps = {s.name: s for s in shipped(SHARED, True, root, train.steps.SHIPPED_ENCODER)}
+        return {name: steps[name].install is not None for name in ("encoder", TUNED) if name in steps}
+
+    monkeypatch.setattr(train.steps, "SHIPPED_ENCODER", "tuned")
+    assert installs(tmp_path) == {"encoder": False, TUNED: True}
+    monkeypatch.setattr(train.steps, "SHIPPED_ENCODER", "minilm")
+    assert installs(tmp_path) == {"encoder": True}
+    assert installs(None) == {"encoder": False}

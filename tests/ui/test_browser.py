@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.memory import Memory
 from eval.replay.data import Trajectory, iter_trajectories
 from tests.conftest import needs_swe_lite
@@ -75,7 +75,7 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, embedder: ShippedEmbedder) -> Iterator[Served]:
     _chromium()
     trajectories = _trajectories()
     settings = Settings().replace({"storage.data_dir": str(tmp_path_factory.mktemp("ui") / "data"), "maintenance.interval_s": 0})

@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from codemem.config import Settings
 from codemem.contract.types import AddRequest, Message
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import ShippedEmbedder
 from codemem.git.repo_id import repo_user_id
 from codemem.importers.git import ingest_git
 from codemem.memory import Memory
@@ -42,7 +42,7 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, embedder: ShippedEmbedder) -> Iterator[Served]:
     _chromium()
     root = tmp_path_factory.mktemp("ui-history")
     history = build_history(root / "flask")

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import make_embedder
 from eval._paths import SHARED_DATA
 from eval._provenance import finish, provenance
 from train.content_check import validation_texts
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     prov = provenance("train.encoder.adapter_trial", argv)
     cfg = AdapterTraining()
-    embedder = MiniLMEmbedder(threads=2)
+    embedder = make_embedder("minilm", 2)
     embedder.warm()
     kept = _load_kept(args.vectors)
 

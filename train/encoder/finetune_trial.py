@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import make_embedder
 from eval._paths import SHARED_DATA
 from eval._provenance import finish, provenance
 from eval.replay.metrics import reciprocal_rank
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     model.save(str(args.model_out))
 
     kept = _load_kept(args.vectors)
-    base_embedder = MiniLMEmbedder(threads=2)
+    base_embedder = make_embedder("minilm", 2)
     started = time.monotonic()
     base_ranks = dense_ranks(queries, base_embedder, kept)
     tuned_ranks = dense_ranks(queries, TunedEmbedder(model))

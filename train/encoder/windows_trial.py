@@ -38,7 +38,7 @@ from typing import Protocol
 
 import numpy as np
 
-from codemem.encoders import MiniLMEmbedder
+from codemem.encoders import Embedder, make_embedder
 from codemem.experience.building.render import CODE_SECTIONS, card_sections, code_window
 from eval._provenance import finish, provenance
 from eval.replay.metrics import hit_at, reciprocal_rank
@@ -183,7 +183,7 @@ def _load_kept(path: Path | None) -> dict[tuple[int, str], np.ndarray]:
         return pickle.load(f)  # noqa: S301 - our own cache file
 
 
-def score(queries: list[dict], embedder: MiniLMEmbedder,
+def score(queries: list[dict], embedder: Embedder,
           kept: dict[tuple[int, str], np.ndarray] | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """Dense-only hit@1, hit@5 and MRR of every variant, per kind of query (`kept`: vectors
     of earlier runs, by token cap and text)."""
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vectors", type=Path, help="a file keeping the vectors between runs")
     args = parser.parse_args(argv)
     prov = provenance("train.encoder.windows_trial", argv)
-    embedder = MiniLMEmbedder(threads=2)
+    embedder = make_embedder("minilm", 2)
     embedder.warm()
     queries = session_queries(args.cache) + commit_queries(args.cache)
     kept = _load_kept(args.vectors)
