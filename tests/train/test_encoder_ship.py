@@ -115,3 +115,19 @@ def test_only_the_shipped_encoder_is_installed(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setattr(train.steps, "SHIPPED_ENCODER", "minilm")
     assert installs(tmp_path) == {"encoder": True}
     assert installs(None) == {"encoder": False}
+
+
+def test_the_dev_guard_stops_only_a_loss_its_interval_puts_below_zero() -> None:
+    from train.encoder.dev_guard import compared, past_fix_ranks
+
+    minilm = {f"t{i}": 1.0 for i in range(30)}
+    assert compared(minilm, {k: 0.5 for k in minilm})["a loss (interval below 0)"]  # every query worse
+    mixed = {k: (0.5 if i % 2 else 1.0) for i, k in enumerate(minilm)} | {"t0": 1.0}
+    assert not compared({k: 0.75 for k in minilm}, mixed)["a loss (interval below 0)"]  # as often better as worse
+    assert compared(minilm, minilm)["difference [mean, 2.5%, 97.5%]"] == [0.0, 0.0, 0.0]
+    with pytest.raises(SystemExit, match="different queries"):
+        compared(minilm, {"t0": 1.0})
+    with pytest.raises(SystemExit, match="not complete"):
+        past_fix_ranks({"complete": False, "per_task": []})
+    assert past_fix_ranks({"complete": True, "per_task": [{"instance_id": "a", "codemem_rank": 4},
+                                                          {"instance_id": "b", "codemem_rank": None}]}) == {"a": 0.25, "b": 0.0}
