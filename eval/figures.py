@@ -60,6 +60,9 @@ FILE_LABELS: dict[str, str] = {
     "finetune-trial.json": "training",
     "finetune-trial-1616.json": "training",
     "encoder-ship.json": "training",
+    "encoder-ship-ce93983.json": "training",
+    "second-encoder-trial.json": "training",
+    "encoder-dev-guard.json": "validation",
     "versus-97be416.json": "measurement",
     "decisions.json": "validation",
     "decisions-suite2.json": "validation",
@@ -380,6 +383,21 @@ FIGURES: tuple[Figure, ...] = (
                                         r["conditions"]["OpenHands check: MRR no more than 0.01 lower"]["difference"],
                                         *(r["single_signals_mrr"][e]["all"]["dense"] for e in ("minilm", "tuned")),
                                         "yes" if r["ships"] else "no")),
+    Figure("encoder-ship-ce93983.json", "the same rule read again at ce93983 (both builds from the cached data steps, "
+           "the same tuned graph): the relevance model out of fold, paired per query",
+           lambda r: "MRR all {:+.3f} [{:+.3f}, {:+.3f}] (needs >= +0.005), OpenHands check {:+.3f} (needs >= -0.01); "
+                     "ships: {}".format(*r["paired_per_query"]["all"]["mrr difference [mean, 2.5%, 97.5%]"],
+                                        r["paired_per_query"]["check: openhands"]["mrr difference [mean, 2.5%, 97.5%]"][0],
+                                        "yes" if r["ships"] else "no")),
+    Figure("second-encoder-trial.json", "a second encoder beside MiniLM, its ceiling: the tuned MiniLM's dense features "
+           "read beside MiniLM's by the relevance model, out of fold (2,415 training queries; OpenHands a check)",
+           lambda r: "MRR all {:.3f} -> {:.3f}, OpenHands check {:.3f} -> {:.3f}; worth building: {}".format(
+               *(r["figures"][m][k]["mrr"] for k in ("all", "check: openhands") for m in ("shipped", "with tuned")),
+               "yes" if r["rule"]["worth_building"] else "no")),
+    Figure("encoder-dev-guard.json", "the tuned encoder's dev guard: each build's models scored once on dev, MRR "
+           "MiniLM -> tuned (a loss stops it only where its 95% paired interval lies below 0)",
+           lambda r: "; ".join(f"{name} {s['mrr minilm']:.3f} -> {s['mrr tuned']:.3f}" for name, s in r["sets"].items())
+                     + "; ships: {}".format("yes" if r["ships"] else "no")),
     Figure("versus-97be416.json", "cost against 97be416, side by side in one run (4 users of the 300 SWE-ContextBench "
            "trajectories; this checkout / 97be416)",
            lambda r: "; ".join(f"{name} {row['ratio']}x{'' if 'met' not in row else (' (met)' if row['met'] else ' (NOT met)')}"
