@@ -385,15 +385,15 @@ FIGURES: tuple[Figure, ...] = (
                                         "yes" if r["ships"] else "no")),
     Figure("encoder-ship-ce93983.json", "the same rule read again at ce93983 (both builds from the cached data steps, "
            "the same tuned graph): the relevance model out of fold, paired per query",
-           lambda r: "MRR all {:+.3f} [{:+.3f}, {:+.3f}] (needs >= +0.005), OpenHands check {:+.3f} (needs >= -0.01); "
-                     "ships: {}".format(*r["paired_per_query"]["all"]["mrr difference [mean, 2.5%, 97.5%]"],
-                                        r["paired_per_query"]["check: openhands"]["mrr difference [mean, 2.5%, 97.5%]"][0],
-                                        "yes" if r["ships"] else "no")),
+           lambda r: "MRR all {:+.3f} [{:+.3f}, {:+.3f}] (needs >= +0.005), OpenHands check {:+.3f} (needs >= -0.01)".format(
+               *r["paired_per_query"]["all"]["mrr difference [mean, 2.5%, 97.5%]"],
+               r["paired_per_query"]["check: openhands"]["mrr difference [mean, 2.5%, 97.5%]"][0])
+                     + f"; ships: {'yes' if r['ships'] else 'no'}"),
     Figure("second-encoder-trial.json", "a second encoder beside MiniLM, its ceiling: the tuned MiniLM's dense features "
            "read beside MiniLM's by the relevance model, out of fold (2,415 training queries; OpenHands a check)",
-           lambda r: "MRR all {:.3f} -> {:.3f}, OpenHands check {:.3f} -> {:.3f}; worth building: {}".format(
-               *(r["figures"][m][k]["mrr"] for k in ("all", "check: openhands") for m in ("shipped", "with tuned")),
-               "yes" if r["rule"]["worth_building"] else "no")),
+           lambda r: "MRR all {:.3f} -> {:.3f}, OpenHands check {:.3f} -> {:.3f}".format(
+               *(r["figures"][m][k]["mrr"] for k in ("all", "check: openhands") for m in ("shipped", "with tuned")))
+                     + f"; worth building: {'yes' if r['rule']['worth_building'] else 'no'}"),
     Figure("encoder-dev-guard.json", "the tuned encoder's dev guard: each build's models scored once on dev, MRR "
            "MiniLM -> tuned (a loss stops it only where its 95% paired interval lies below 0)",
            lambda r: "; ".join(f"{name} {s['mrr minilm']:.3f} -> {s['mrr tuned']:.3f}" for name, s in r["sets"].items())
