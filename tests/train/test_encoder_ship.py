@@ -52,6 +52,11 @@ def test_the_builds_are_compared_query_by_query(tmp_path: Path) -> None:
     assert got["all"]["mrr difference [mean, 2.5%, 97.5%]"][0] == pytest.approx((-0.5 + 0.5 + 0.75) / 3, abs=1e-4)
     assert got["check: openhands"]["queries"] == 1 and got["check: openhands"]["minilm better"] == 1
     assert got["commit"]["mrr difference [mean, 2.5%, 97.5%]"] == [0.75, 0.75, 0.75]
+    # the same query asked twice in one memory: both are compared, neither stands in for the other
+    twice_a = _per_query(tmp_path / "d", [("session", True, "q1", 1.0), ("session", True, "q1", 0.5)])
+    twice_b = _per_query(tmp_path / "e", [("session", True, "q1", 1.0), ("session", True, "q1", 1.0)])
+    assert paired(twice_a, twice_b)["all"] | {"mrr difference [mean, 2.5%, 97.5%]": None} == {
+        "queries": 2, "tuned better": 1, "minilm better": 0, "mrr difference [mean, 2.5%, 97.5%]": None}
     other = _per_query(tmp_path / "c", [("session", True, "q1", 1.0)])
     with pytest.raises(SystemExit, match="different queries"):
         paired(minilm, other)

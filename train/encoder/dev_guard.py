@@ -24,18 +24,15 @@ from typing import Any
 import numpy as np
 
 from eval._provenance import finish, provenance
+from eval.replay.metrics import reciprocal_rank
 from train.ranker.ship_rule import interval
 
 CONDITIONS = ("noisy-repo", "noisy-all")
 
 
-def _rr(rank: int | None) -> float:
-    return 1.0 / rank if rank else 0.0
-
-
 def replay_ranks(result: dict[str, Any], condition: str) -> dict[str, float]:
     """Each task's reciprocal rank of its first gold trajectory in codemem's answer."""
-    return {q["task"]: _rr(q["gold_rank"]) for q in result["queries"]
+    return {q["task"]: reciprocal_rank(q["gold_rank"]) for q in result["queries"]
             if q["system"] == "codemem" and q["condition"] == condition}
 
 
@@ -43,7 +40,7 @@ def past_fix_ranks(result: dict[str, Any]) -> dict[str, float]:
     """Each report's reciprocal rank of its fixing change in codemem's answer."""
     if not result.get("complete"):
         raise SystemExit("a past-fix result is not complete: every repository must have been scored")
-    return {r["instance_id"]: _rr(r["codemem_rank"]) for r in result["per_task"]}
+    return {r["instance_id"]: reciprocal_rank(r["codemem_rank"]) for r in result["per_task"]}
 
 
 def compared(minilm: dict[str, float], tuned: dict[str, float]) -> dict[str, Any]:

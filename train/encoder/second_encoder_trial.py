@@ -50,9 +50,9 @@ from typing import Any
 import numpy as np
 
 from eval._provenance import finish, provenance
-from train.encoder.ship import CHECK_LOSS, KIND_LOSS, MIN_KIND
+from train.encoder.ship import CHECK_LOSS, KIND_LOSS, MIN_KIND, numbered
 from train.ranker import featureset, ship_rule
-from train.ranker.train import Query, held_out, load_commits, load_sessions, ranked
+from train.ranker.train import Query, figures, held_out, load_commits, load_sessions, ranked
 
 ALL_GAIN = 0.005
 DENSE = ("dense_rr", "dense_gap", "cosine")
@@ -77,24 +77,19 @@ def load_build(ranker_step: Path) -> tuple[list[Query], list[Query], list[str]]:
     return every, checks, list(card["features"])
 
 
-def query_key(q: Query, seen: dict[tuple[str, ...], int]) -> tuple[str, ...]:
-    """A query's identity across two builds: what was asked, where, by whom (and its place among
-    identical ones, which two builds load in the same order)."""
-    base = (q.kind, q.source, q.repo, q.asked, q.query)
-    seen[base] = seen.get(base, 0) + 1
-    return (*base, str(seen[base]))
+def identities(queries: Sequence[Query]) -> list[tuple[str, ...]]:
+    """Each query's identity across two builds (`ship.numbered`)."""
+    return numbered((q.kind, q.source, q.repo, q.asked, q.query) for q in queries)
 
 
 def with_tuned(a: Sequence[Query], b: Sequence[Query]) -> int:
     """Append B's dense features to each of A's candidates (0 where B did not reach it); the
     queries of A that B lacks read 0 throughout. Returns how many of A's queries B held."""
     cols = [featureset.FEATURES.index(name) for name in DENSE]
-    seen_b: dict[tuple[str, ...], int] = {}
-    by_key = {query_key(q, seen_b): q for q in b}
-    seen_a: dict[tuple[str, ...], int] = {}
+    by_key = dict(zip(identities(b), b, strict=True))
     matched = 0
-    for q in a:
-        other = by_key.get(query_key(q, seen_a))
+    for q, identity in zip(a, identities(a), strict=True):
+        other = by_key.get(identity)
         extra = np.zeros((len(q.keys), len(TUNED)))
         if other is not None:
             matched += 1
@@ -110,14 +105,12 @@ def with_tuned(a: Sequence[Query], b: Sequence[Query]) -> int:
 
 def mrr_by_kind(queries: Sequence[Query], scores: Sequence[np.ndarray]) -> dict[str, dict[str, float]]:
     """MRR (and hit@1) of ranking each ranked query's candidates by `scores`, over all and by kind."""
-    idx = ranked(queries)
-    each = ship_rule.per_query([queries[i].y for i in idx], [scores[i] for i in idx])
     out = {}
     for kind in ("all", *KINDS):
-        sub = [n for n, i in enumerate(idx) if kind == "all" or queries[i].kind == kind]
+        sub = [i for i in ranked(queries) if kind == "all" or queries[i].kind == kind]
         if sub:
-            out[kind] = {"queries": len(sub), "mrr": round(float(each["mrr"][sub].mean()), 4),
-                         "hit@1": round(float(each["hit@1"][sub].mean()), 4)}
+            got = figures([queries[i] for i in sub], [scores[i] for i in sub])
+            out[kind] = {"queries": len(sub), "mrr": round(got["mrr"], 4), "hit@1": round(got["hit@1"], 4)}
     return out
 
 

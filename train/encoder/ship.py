@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +72,28 @@ def decide(minilm: dict[str, dict[str, float]], tuned: dict[str, dict[str, float
     return {"conditions": conditions, "ships": all(c["met"] for c in conditions.values())}
 
 
+def numbered(identities: Iterable[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Each query's identity across two builds (what was asked, where, by whom), with its place
+    among identical ones (both builds list their queries in the same order), so that no query
+    stands in for another."""
+    seen: Counter[tuple[str, ...]] = Counter()
+    out = []
+    for identity in identities:
+        seen[identity] += 1
+        out.append((*identity, str(seen[identity])))
+    return out
+
+
 def paired(minilm: Path, tuned: Path) -> dict[str, Any]:
     """The tuned build's model against the MiniLM build's, query by query out of fold, from the
     ranker steps' `per_query.jsonl` (the same queries in both): each kind's mean difference of
     reciprocal rank with its 95% paired bootstrap interval, and the queries each model ranks
     better. Beside the rule, which reads the cards' rounded figures: how sure each is."""
     def rows(folder: Path) -> dict[tuple[str, ...], dict[str, Any]]:
-        out: dict[tuple[str, ...], dict[str, Any]] = {}
-        for line in (folder / "per_query.jsonl").read_text().splitlines():
-            r = json.loads(line)
-            group = r["kind"] if r["trains"] else "check: openhands"
-            out[(group, r["source"], r["repo"], r["asked"], r["query"])] = r
-        return out
+        lines = [json.loads(line) for line in (folder / "per_query.jsonl").read_text().splitlines()]
+        keys = numbered((r["kind"] if r["trains"] else "check: openhands", r["source"], r["repo"], r["asked"], r["query"])
+                        for r in lines)
+        return dict(zip(keys, lines, strict=True))
 
     a, b = rows(minilm), rows(tuned)
     if a.keys() != b.keys():
